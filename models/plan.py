@@ -1,0 +1,115 @@
+"""The plan: how a training job is split over devices (degrees of each parallelism and knobs)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from parplan.errors import SpecError, did_you_mean
+
+RECOMPUTE = ("none", "selective", "full")
+PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "mbs", "vpp", "zero", "recompute", "sp")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Degrees (dp × tp × pp × cp = devices) and knobs of one parallel configuration.
+
+    ``zero``: 0 plain data parallel, 1 distributed optimizer (optimizer states sharded), 2 + gradients,
+    3 + parameters (FSDP FULL_SHARD).  ``vpp``: model chunks per device (interleaved 1F1B).
+    """
+
+    dp: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    mbs: int = 1
+    vpp: int = 1
+    zero: int = 0
+    recompute: str = "none"
+    sp: bool = False
+
+    @property
+    def n_devices(self) -> int:
+        return self.dp * self.tp * self.pp * self.cp
+
+    def to_string(self) -> str:
+        return (f"dp={self.dp},tp={self.tp},pp={self.pp},cp={self.cp},ep={self.ep},mbs={self.mbs},vpp={self.vpp},"
+                f"zero={self.zero},recompute={self.recompute},sp={'true' if self.sp else 'false'}")
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+_INT_KEYS = {f.name for f in fields(Plan) if f.type in ("int", int)}
+
+
+def _parse_bool(v: str, key: str) -> bool:
+    low = v.strip().lower()
+    if low in ("true", "1", "yes", "on"):
+        return True
+    if low in ("false", "0", "no", "off"):
+        return False
+    raise SpecError(f"bad value {v!r}", key=f"plan.{key}", allowed=["true", "false"])
+
+
+def parse_plan(text: str, n_devices: int | None = None) -> Plan:
+    """Parse ``"dp=64,tp=8,pp=16,mbs=1,zero=1,recompute=selective,sp=true"``.
+
+    ``dp`` may be omitted when ``n_devices`` is known (it is derived).  Unknown keys are errors.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SpecError("empty plan", key="plan", hint='write e.g. "tp=8,pp=4,mbs=1"')
+    values: dict[str, object] = {}
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise SpecError(f"expected key=value, got {part!r}", key="plan", hint='write e.g. "tp=8,pp=4"')
+        key, _, raw = part.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if key not in PLAN_KEYS:
+            raise SpecError(f"unknown key {key!r}", key="plan", allowed=list(PLAN_KEYS), hint=did_you_mean(key, PLAN_KEYS))
+        if key in values:
+            raise SpecError(f"key {key!r} given twice", key="plan")
+        if key == "recompute":
+            if raw not in RECOMPUTE:
+                raise SpecError(f"bad value {raw!r}", key="plan.recompute", allowed=list(RECOMPUTE),
+                                hint=did_you_mean(raw, RECOMPUTE))
+            values[key] = raw
+        elif key == "sp":
+            values[key] = _parse_bool(raw, key)
+        else:
+            try:
+                iv = int(raw)
+            except ValueError:
+                raise SpecError(f"bad value {raw!r}: expected a whole number", key=f"plan.{key}") from None
+            values[key] = iv
+    return make_plan(values, n_devices)
+
+
+def make_plan(values: dict, n_devices: int | None = None) -> Plan:
+    """Build a ``Plan`` from a mapping, deriving ``dp`` from ``n_devices`` if absent; range checks only."""
+    v = dict(values)
+    for key in ("tp", "pp", "cp", "ep", "mbs", "vpp"):
+        if key in v and (not isinstance(v[key], int) or isinstance(v[key], bool) or v[key] < 1):
+            raise SpecError(f"bad value {v[key]!r}: must be a whole number ≥ 1", key=f"plan.{key}")
+    if "zero" in v and v["zero"] not in (0, 1, 2, 3):
+        raise SpecError(f"bad value {v['zero']!r}", key="plan.zero", allowed=["0", "1", "2", "3"])
+    rest = 1
+    for key in ("tp", "pp", "cp"):
+        rest *= int(v.get(key, 1))
+    if "dp" not in v:
+        if n_devices is None:
+            raise SpecError("dp is missing and the device count is unknown", key="plan.dp")
+        if n_devices % rest:
+            raise SpecError(f"tp×pp×cp = {rest} does not divide the {n_devices} devices", key="plan",
+                            hint="choose degrees whose product divides the device count")
+        v["dp"] = n_devices // rest
+    elif not isinstance(v["dp"], int) or isinstance(v["dp"], bool) or v["dp"] < 1:
+        raise SpecError(f"bad value {v['dp']!r}: must be a whole number ≥ 1", key="plan.dp")
+    if n_devices is not None and v["dp"] * rest != n_devices:
+        raise SpecError(f"dp×tp×pp×cp = {v['dp']}×{v.get('tp', 1)}×{v.get('pp', 1)}×{v.get('cp', 1)} = "
+                        f"{v['dp'] * rest} but the cluster has {n_devices} devices", key="plan",
+                        hint="omit dp to derive it from the device count")
+    return Plan(**v)

@@ -1,0 +1,107 @@
+"""Dense decoder-only transformer spec and the training job run on it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+
+@dataclass(frozen=True)
+class TransformerSpec:
+    """Architecture of a dense decoder-only transformer (GPT, Llama, …)."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    ffn_hidden: int
+    ffn: str  # "gelu" (2 matrices) | "swiglu" (3 matrices)
+    vocab: int
+    tied_embeddings: bool = False
+    head_dim: int | None = None  # default hidden // heads
+    position: str = "rope"  # rope | alibi | learned
+    max_position: int = 0  # rows of a learned position table
+    norm: str = "layernorm"  # layernorm | rmsnorm
+    bias: bool = False
+    dropout: bool = False  # dropout masks stored for backward (GPT-style training); Llama-style models have none
+    source: str = ""
+
+    @property
+    def head_dim_(self) -> int:
+        return self.head_dim if self.head_dim is not None else self.hidden // self.heads
+
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim_
+
+    @property
+    def kv_dim(self) -> int:
+        return self.kv_heads * self.head_dim_
+
+    @property
+    def ffn_matrices(self) -> int:
+        return 3 if self.ffn == "swiglu" else 2
+
+    # --- parameter counts (exact, weights + biases + norms) -------------------------------------------
+    @property
+    def attention_params(self) -> int:
+        h = self.hidden
+        w = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
+        b = (self.q_dim + 2 * self.kv_dim + h) if self.bias else 0
+        return w + b
+
+    @property
+    def mlp_params(self) -> int:
+        h, f = self.hidden, self.ffn_hidden
+        w = self.ffn_matrices * h * f
+        b = ((self.ffn_matrices - 1) * f + h) if self.bias else 0
+        return w + b
+
+    @property
+    def norm_params_per_norm(self) -> int:
+        return 2 * self.hidden if self.norm == "layernorm" else self.hidden
+
+    @property
+    def layer_params(self) -> int:
+        return self.attention_params + self.mlp_params + 2 * self.norm_params_per_norm
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding table (+ learned position table)."""
+        return self.vocab * self.hidden + (self.max_position * self.hidden if self.position == "learned" else 0)
+
+    @property
+    def output_params(self) -> int:
+        """Output projection (0 when tied to the input embedding) + final norm."""
+        return (0 if self.tied_embeddings else self.vocab * self.hidden) + self.norm_params_per_norm
+
+    @property
+    def total_params(self) -> int:
+        return self.layers * self.layer_params + self.embedding_params + self.output_params
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    seq_len: int
+    global_batch: int  # sequences per optimizer step
+    precision: str = "bf16"  # fp32 | fp16 | bf16 | fp8
+    optimizer: str = "adam"  # adam | adamw | sgd
+    # attention kernel: "flash" (fused, scores never stored; FlashAttention, cuDNN/TE fused attention) or
+    # "materialized" (QKᵀ written to memory, softmax/dropout as separate kernels; Megatron-LM before 2023)
+    attention: str = "flash"
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.seq_len * self.global_batch
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    model: TransformerSpec
+    training: TrainingJob
+    source_file: str | None = None
+
+    def with_training(self, **changes: object) -> "Workload":
+        return replace(self, training=replace(self.training, **changes))
