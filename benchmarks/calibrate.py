@@ -24,6 +24,9 @@ from published_runs import accuracy_table, load_runs, summarize  # noqa: E402
 from parplan.catalogs import catalog_dir  # noqa: E402
 from parplan.models.efficiency import Efficiency, efficiency_for  # noqa: E402
 
+# start values of the two global constants (orders of magnitude, see the YAML's *_source keys)
+START_KERNEL_OVERHEAD_S = 5e-6
+START_GEMM_HALF_DIM = 128.0
 # devices that share silicon (and so constants) with a calibrated one
 SAME_SILICON = {"a100-sxm-40gb": "a100-sxm-80gb"}
 
@@ -31,16 +34,15 @@ SAME_SILICON = {"a100-sxm-40gb": "a100-sxm-80gb"}
 def params_used(runs) -> dict[str, float]:
     """Start values: the defaults, one entry per (device, dtype) GEMM and per device attention in the rows."""
     p: dict[str, float] = {}
+    eff = efficiency_for("uncalibrated-device")  # the defaults: the fit starts from them, so it is reproducible
     for run in runs:
         dev = SAME_SILICON.get(run.cluster.group.device.id, run.cluster.group.device.id)
-        eff = efficiency_for(dev)
         prec = run.workload.training.precision
         p[f"{dev}.gemm.{prec}"] = eff.gemm[prec]
         if run.workload.training.attention == "flash":
             p[f"{dev}.attention"] = eff.attention
-    base = efficiency_for("h100-sxm-80gb")
-    p["kernel_overhead_s"] = base.kernel_overhead_s
-    p["gemm_half_dim"] = base.gemm_half_dim
+    p["kernel_overhead_s"] = START_KERNEL_OVERHEAD_S
+    p["gemm_half_dim"] = START_GEMM_HALF_DIM
     return dict(sorted(p.items()))
 
 
@@ -104,7 +106,7 @@ def write_yaml(p: dict[str, float], rows: list[str]) -> Path:
     for alias, dev in SAME_SILICON.items():
         if dev in devices:
             devices[alias] = {**devices[dev], "alias": dev}
-    prov = f"calibrated by benchmarks/calibrate.py on rows {', '.join(rows)}"
+    prov = f"calibrated by benchmarks/calibrate.py on the {len(rows)} calibration rows of benchmarks/data/accuracy_setup.csv"
     lines = ["devices:"]
     for dev, d in sorted(devices.items()):
         lines.append(f"  {dev}:")

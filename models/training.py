@@ -417,7 +417,28 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
     mem_peak = dyn + frag + FRAMEWORK_RESERVED_BYTES
 
     tokens = B * s
-    out = {
+    # per-operation costs that the reference executor plays out (it never re-derives them): one micro-batch on
+    # one device, per stage kind; comm as bytes + the link (bandwidth after efficiency, latency) it travels on
+    ops = {
+        "op_layer_fwd_s": layer_fwd, "op_layer_bwd_s": layer_bwd, "op_layer_recompute_s": layer_rc,
+        "op_layer_tp_fwd_s": tp_fwd, "op_layer_tp_bwd_exposed_s": tp_bwd_exposed,
+        "op_emb_fwd_s": emb_fwd, "op_emb_bwd_s": emb_bwd, "op_out_fwd_s": out_fwd, "op_out_bwd_s": out_bwd,
+        "op_stage_first_fwd_s": f_first, "op_stage_first_bwd_s": b_first,
+        "op_stage_mid_fwd_s": f_mid, "op_stage_mid_bwd_s": b_mid,
+        "op_stage_last_fwd_s": f_last, "op_stage_last_bwd_s": b_last,
+        "op_p2p_s": p2p, "op_p2p_bytes": np.where(P.pp > 1, T * h * e / tp, 0.0),
+        "link_pp_bytes_per_s": pp_bw, "link_pp_latency_s": pp_lat,
+        "op_dp_grad_bytes_first": params_first * g_red, "op_dp_grad_bytes_last": params_last * g_red,
+        "op_dp_param_bytes_first": params_first * w_b, "op_dp_param_bytes_last": params_last * w_b,
+        "op_dp_ranks": dp * cp, "link_dp_bytes_per_s": dp_bw, "link_dp_latency_s": dp_lat,
+        "op_dp_allreduce_first_s": ar_f, "op_dp_allreduce_last_s": ar_l,
+        "op_dp_reduce_scatter_first_s": rs_f, "op_dp_reduce_scatter_last_s": rs_l,
+        "op_dp_allgather_first_s": ag_f, "op_dp_allgather_last_s": ag_l,
+        "op_optimizer_s": optimizer, "op_activation_bytes_per_layer": per_layer,
+        "op_params_bytes_first": wf, "op_params_bytes_last": wl,
+        "layers_mid_stage": n_mid_max, "pipeline_s": t_pipe,
+    }
+    out = {**ops,
         "step_time_s": step,
         "tokens_per_s": tokens / step,
         "model_flops_per_step": np.broadcast_to(model_flops, step.shape).astype(f64),

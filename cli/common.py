@@ -1,0 +1,81 @@
+"""Shared CLI plumbing: one-line errors with exit code 2, output formats, writing to stdout or ``-o FILE``."""
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from enum import Enum
+from pathlib import Path
+from typing import Callable
+
+import typer
+from rich.console import Console
+
+from parplan.errors import SpecError
+
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class Format(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def err_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def out_console(width: int | None = None) -> Console:
+    return Console(highlight=False, width=width or 120, soft_wrap=False)
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
+    err_console().print(f"error: {message}", markup=False)
+    return typer.Exit(code)
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """Turn ``SpecError`` (and missing files) into one line on stderr and exit code 2; ``--debug`` adds the traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        debug = bool(kwargs.get("debug"))
+        try:
+            return fn(*args, **kwargs)
+        except SpecError as exc:
+            if debug:
+                traceback.print_exc(file=sys.stderr)
+            raise fail(str(exc)) from None
+        except OSError as exc:
+            if debug:
+                traceback.print_exc(file=sys.stderr)
+            raise fail(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}") from None
+
+    return wrapper
+
+
+def emit(text: str, output: Path | None) -> None:
+    """Data goes to stdout, or to ``output`` (with a note on stderr)."""
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        err_console().print(f"wrote {output}", markup=False)
+
+
+def to_json(obj) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False, default=float)
+
+
+def gib(x: float) -> str:
+    return f"{x / 2**30:.1f}"
+
+
+def human_s(x: float) -> str:
+    if x >= 1.0:
+        return f"{x:.3f} s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.2f} ms"
+    return f"{x * 1e6:.1f} µs"

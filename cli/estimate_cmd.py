@@ -1,0 +1,99 @@
+"""``parplan estimate``: one plan → step time, throughput, MFU, memory, breakdown."""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Optional
+
+import pandas as pd
+import typer
+from rich.table import Table
+
+from parplan.api import estimate
+from parplan.cli.common import Format, emit, gib, handle_errors, human_s, out_console, to_json
+from parplan.models.estimate import Estimate
+
+PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
+
+
+def estimate_row(e: Estimate) -> dict:
+    """Flat record (CSV): plan axes, metrics, then every breakdown part."""
+    row = {"workload": e.workload, "cluster": e.cluster, "n_devices": e.n_devices, **e.plan.as_dict(),
+           "fits": e.fits, "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s,
+           "tokens_per_s_per_device": e.tokens_per_s / e.n_devices, "mfu": e.mfu, "hfu": e.hfu,
+           "memory_peak_bytes": e.memory_peak_bytes, "memory_capacity_bytes": e.memory_capacity_bytes,
+           "micro_batches": e.micro_batches}
+    row.update(e.breakdown.time_s)
+    row.update(e.breakdown.memory_bytes)
+    row["reasons"] = "; ".join(e.reasons)
+    return row
+
+
+def render_table(e: Estimate) -> str:
+    con = out_console()
+    with con.capture() as cap:
+        head = Table(title=f"{e.workload} on {e.cluster} ({e.n_devices} devices)", show_header=False)
+        head.add_column("k", style="bold")
+        head.add_column("v")
+        head.add_row("plan", e.plan.to_string())
+        head.add_row("step time", human_s(e.step_time_s))
+        head.add_row("throughput", f"{e.tokens_per_s:,.0f} tokens/s ({e.tokens_per_s / e.n_devices:,.0f} per device)")
+        head.add_row("MFU / HFU", f"{100 * e.mfu:.1f} % / {100 * e.hfu:.1f} %")
+        head.add_row("memory", f"{gib(e.memory_peak_bytes)} GiB of {gib(e.memory_capacity_bytes)} GiB per device "
+                               f"(heaviest stage {e.heaviest_memory_stage})")
+        head.add_row("fits", "yes" if e.fits else "NO — " + "; ".join(e.reasons))
+        head.add_row("micro-batches", f"{e.micro_batches} per pipeline; critical stage: {e.critical_stage}")
+        head.add_row("efficiencies", e.provenance)
+        con.print(head)
+        t = Table(title="time per step (critical pipeline stage)")
+        t.add_column("part")
+        t.add_column("time", justify="right")
+        t.add_column("share", justify="right")
+        for k, v in e.breakdown.time_s.items():
+            t.add_row(k.removesuffix("_s"), human_s(v), f"{100 * v / e.step_time_s:.1f} %")
+        t.add_row("total", human_s(e.breakdown.total_time_s), "100.0 %", style="bold")
+        con.print(t)
+        mt = Table(title="memory per device (heaviest stage)")
+        mt.add_column("part")
+        mt.add_column("GiB", justify="right")
+        mt.add_column("share", justify="right")
+        for k, v in e.breakdown.memory_bytes.items():
+            mt.add_row(k.removesuffix("_bytes"), gib(v), f"{100 * v / e.memory_peak_bytes:.1f} %")
+        mt.add_row("total", gib(e.breakdown.total_memory_bytes), "100.0 %", style="bold")
+        con.print(mt)
+    return cap.get()
+
+
+def frame_csv(rows: list[dict]) -> str:
+    buf = io.StringIO()
+    pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
+    return buf.getvalue()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("estimate")
+    @handle_errors
+    def estimate_cmd(
+        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
+        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        plan: str = typer.Option(..., "--plan", help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
+        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
+        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
+        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
+        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+    ) -> None:
+        """Predict step time, throughput, MFU and memory of one parallel plan."""
+        if precision is not None and precision not in PRECISIONS:
+            from parplan.errors import SpecError, did_you_mean
+
+            raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
+                            hint=did_you_mean(precision, PRECISIONS))
+        e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision)
+        if fmt == Format.json:
+            emit(to_json(e.to_dict()), output)
+        elif fmt == Format.csv:
+            emit(frame_csv([estimate_row(e)]), output)
+        else:
+            emit(render_table(e), output)
