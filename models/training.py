@@ -305,8 +305,9 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
     # --- parameters per device (first and last stage), Megatron sharding ---------------------------------------
     P_layer = float(model.layer_params)
     emb_p = float(model.embedding_params)
-    out_p = float(model.vocab * model.hidden)  # output projection; with pp>1 the last stage holds it even if tied
-    out_own = 0.0 if model.tied_embeddings else out_p
+    # output projection + final norm; with pp>1 the last stage holds the projection even if tied (Megatron)
+    out_p = float(model.vocab * model.hidden + model.norm_params_per_norm)
+    out_own = float(model.output_params)
     params_first = (n_first * P_layer + emb_p + np.where(single, out_own, 0.0)) / tp
     params_last = np.where(single, params_first, (n_last * P_layer + out_p) / tp)
     params_mid = n_mid_max * P_layer / tp
@@ -382,10 +383,10 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
     # activations per layer per micro-batch (Korthikanti et al. 2022 §4, Table 2, generalized to GQA, SwiGLU and
     # no-dropout models): replicated part (not split by TP unless SP) and TP-split part, bytes
     drop_mask = 1.0 if model.dropout else 0.0
-    repl = (2 * e + 2 * e + 2 * e + 2 * e + 2 * drop_mask) * T * h  # LN1 in, QKV in, LN2 in, FC1 in, masks
+    repl = (4 * e + 2 * drop_mask) * T * h  # LN1 in, QKV in, LN2 in, FC1 in (e bytes each) + 2 dropout masks
     split = (e * T * (q + k) + e * T * k + e * T * q + (nmat + (1 if nmat == 3 else 0)) * e * T * f) / tp
     # ^ Q and K for QKᵀ, V, attention output (out-proj input), MLP: gelu in + fc2 in (2f) | swiglu gate,up,fc2 in (3f)
-    score = (2 * e + (1 + e) * drop_mask) * a * s * (s / cp) * b / tp  # softmax out (+ dropout mask and output)
+    score = (e + (1 + e) * drop_mask) * a * s * (s / cp) * b / tp  # softmax out (+ dropout mask and output)
     if job.attention == "flash":
         score = 0.0  # fused attention keeps only the softmax statistics (b·a·s fp32, negligible)
     per_layer_none = np.where(sp, repl / tp, repl) + split + np.where(P.cp > 1, 0.0, score)
