@@ -32,7 +32,8 @@ def out_console(width: int | None = None) -> Console:
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
-    err_console().print(f"error: {message}", markup=False)
+    """One line on stderr (never wrapped), then exit with ``code``."""
+    sys.stderr.write(f"error: {' '.join(str(message).split())}\n")
     return typer.Exit(code)
 
 

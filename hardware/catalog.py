@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from parplan.catalogs import entries
 from parplan.errors import SpecError, did_you_mean
 from parplan.hardware.types import DTYPES, Cluster, Device, Link, NodeGroup
-from parplan.spec import load_yaml_file, validate
+from parplan.spec import load_yaml_file, locate, validate
 from parplan.units import parse_quantity
 
 Quantity = Union[str, float, int]
@@ -94,7 +94,8 @@ def cluster_ids() -> list[str]:
 
 def _unknown(kind: str, ident: str, known: list[str], key: str | None = None, file: str | None = None) -> SpecError:
     hint = did_you_mean(ident, known) or f"see `parplan catalog list {kind}`"
-    return SpecError(f"unknown {kind} id {ident!r}", key=key, file=file, hint=hint)
+    noun = {"hardware": "device", "links": "link", "clusters": "cluster"}.get(kind, kind)
+    return SpecError(f"unknown {noun} id {ident!r}", key=key, file=file, hint=hint)
 
 
 @lru_cache(maxsize=None)
@@ -168,6 +169,15 @@ def _resolve_link(spec: Union[str, InlineLink], key: str, file: str | None) -> L
 
 def cluster_from_dict(data: Any, file: str | None = None) -> Cluster:
     """Build a ``Cluster`` from the parsed cluster file (contract v1)."""
+    try:
+        return _cluster_from_dict(data, file)
+    except SpecError as err:
+        if err.file in (None, file):
+            raise locate(err, data, file) from None
+        raise
+
+
+def _cluster_from_dict(data: Any, file: str | None) -> Cluster:
     cf = validate(ClusterFile, data, file=file)
     groups = []
     for i, g in enumerate(cf.groups):

@@ -140,7 +140,9 @@ def _unwrap_model(ann: Any) -> Any:
 
 def _to_spec_error(exc: ValidationError, model: type[BaseModel], data: Any, file: str | None,
                    prefix: str) -> SpecError:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # report a misspelled key before the "missing" error it causes
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "union["))))
     # pydantic reports union branches as extra loc parts like 'str' / 'float'; drop type tags
     loc = tuple(p for p in loc if p not in ("str", "float", "int", "bool", "list[...]"))
@@ -164,3 +166,19 @@ def _to_spec_error(exc: ValidationError, model: type[BaseModel], data: Any, file
     if kind in ("greater_than", "greater_than_equal", "less_than_equal", "less_than"):
         return SpecError(f"bad value {value!r}: {err['msg'].lower()}", file=file, key=key, line=line, col=col)
     return SpecError(f"bad value {value!r}: {err['msg'].lower()}", file=file, key=key, line=line, col=col)
+
+
+def locate(err: SpecError, data: Any, file: str | None) -> SpecError:
+    """Add the file and the line/col of ``err.key`` (looked up in the marked YAML data) when they are missing."""
+    if err.file is None and file is not None:
+        err.file = file
+    if err.line is None and err.key and isinstance(data, MarkedDict):
+        parts: list = []
+        for part in err.key.split("."):
+            if "[" in part:
+                name, _, idx = part.partition("[")
+                parts += [name, int(idx.rstrip("]"))]
+            else:
+                parts.append(part)
+        err.line, err.col = _mark_of(data, tuple(parts))
+    return err

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from parplan.catalogs import entries
 from parplan.errors import SpecError, did_you_mean
-from parplan.spec import load_yaml_file, validate
+from parplan.spec import load_yaml_file, locate, validate
 from parplan.workloads.transformer import TrainingJob, TransformerSpec, Workload
 
 
@@ -93,7 +93,7 @@ def spec_from_architecture(a: ArchitectureEntry, name: str, source: str, file: s
 def catalog_workload(ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
     files = entries("workloads")
     if ident not in files:
-        raise SpecError(f"unknown workloads id {ident!r}",
+        raise SpecError(f"unknown workload id {ident!r}",
                         hint=did_you_mean(ident, list(files)) or "see `parplan catalog list workloads`")
     path = str(files[ident])
     e = validate(CatalogWorkload, load_yaml_file(path), file=path)
@@ -125,6 +125,15 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
 
 def workload_from_dict(data: Any, file: str | None = None, base_dir: Path | None = None,
                        **overrides: Any) -> Workload:
+    try:
+        return _workload_from_dict(data, file, base_dir, **overrides)
+    except SpecError as err:
+        if err.file in (None, file):
+            raise locate(err, data, file) from None
+        raise
+
+
+def _workload_from_dict(data: Any, file: str | None, base_dir: Path | None, **overrides: Any) -> Workload:
     wf = validate(WorkloadFile, data, file=file)
     given = [k for k in ("model", "architecture", "hf_config") if getattr(wf, k) is not None]
     if len(given) != 1:
