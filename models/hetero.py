@@ -1,0 +1,434 @@
+"""Heterogeneous training plans: pipelines whose stages sit on different device groups, with non-uniform layer
+counts per stage, per-replica data shares, and chunked gradient aggregation between replicas of different shapes.
+
+The per-layer costs (forward, backward, recompute, activation bytes, p2p bytes) of a stage on a device group are
+taken from the homogeneous model (``evaluate`` run on that group's hardware context), so both paths share one set of
+formulas; this module only composes them (ETH, "Data-Balanced Heterogeneous Pipeline Parallelism", seed S02 — the
+composition below is our reading of the mechanism the seed describes):
+
+* stage slot τ = n·(f + b + r)(group) + embedding (first) + output layer (last) + 2·p2p (its slowest boundary);
+* pipeline k with m_k micro-batches: T_k = m_k·max τ + (Σ τ − max τ) (1F1B, the homogeneous formula with v = 1);
+* chunked gradient aggregation: parameters are cut into chunks at the union of every pipeline's stage boundaries;
+  each chunk is all-reduced (ring) among the K stages that own it, over the slowest link they span; a stage's chunks
+  run one after another, behind the backward that is still running on the stages before it;
+* step = max_k T_k + exposed chunked sync + optimizer step.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import numpy as np
+
+from parplan.errors import SpecError
+from parplan.hardware.types import Cluster, Link, NodeGroup
+from parplan.models.efficiency import efficiency_for
+from parplan.models.plan import RECOMPUTE, Plan
+from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
+                                     OPTIMIZER_STEP_BYTES, PlanArrays, evaluate, hardware_context,
+                                     ring_allreduce_s)
+from parplan.workloads.transformer import Workload
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    group: int  # index into cluster.groups
+    first_layer: int  # layers [first_layer, last_layer)
+    last_layer: int
+
+    @property
+    def layers(self) -> int:
+        return self.last_layer - self.first_layer
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    stages: tuple[StageSpec, ...]
+    micro_batches: int  # this replica's data share: micro-batches of ``mbs`` sequences per step
+
+
+@dataclass(frozen=True)
+class HeteroPlan:
+    """A data-parallel set of pipelines (replicas) of possibly different shapes on a multi-group cluster."""
+
+    pipelines: tuple[PipelineSpec, ...]
+    tp: int = 1
+    mbs: int = 1
+    zero: int = 0  # 0 or 1: optimizer states sharded among the owners of each chunk
+    recompute: str = "none"
+    sp: bool = False
+    label: str = ""
+
+    def devices_per_group(self, n_groups: int) -> list[int]:
+        used = [0] * n_groups
+        for p in self.pipelines:
+            for s in p.stages:
+                used[s.group] += self.tp
+        return used
+
+    def describe(self, cluster: Cluster) -> str:
+        parts = []
+        for i, p in enumerate(self.pipelines):
+            st = " | ".join(f"{cluster.groups[s.group].device.id}:{s.first_layer}-{s.last_layer - 1}" for s in p.stages)
+            parts.append(f"pipeline {i}: m={p.micro_batches} [{st}]")
+        return "\n".join(parts)
+
+    def to_dict(self, cluster: Cluster) -> dict:
+        return {"tp": self.tp, "mbs": self.mbs, "zero": self.zero, "recompute": self.recompute, "sp": self.sp,
+                "label": self.label,
+                "pipelines": [{"micro_batches": p.micro_batches,
+                               "stages": [{"group": s.group, "device": cluster.groups[s.group].device.id,
+                                           "layers": [s.first_layer, s.last_layer]} for s in p.stages]}
+                              for p in self.pipelines]}
+
+
+@dataclass(frozen=True)
+class GroupCosts:
+    """Per-layer costs of one micro-batch on one device of a group (from the homogeneous model)."""
+
+    layer_s: float  # forward + backward + recompute of one layer
+    layer_fwd_s: float
+    layer_bwd_s: float  # incl. recompute
+    emb_s: float
+    out_s: float
+    act_bytes_per_layer: float
+    p2p_bytes: float
+    layer_params: float  # per device (÷ tp)
+    emb_params: float
+    out_params: float
+    capacity_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    logits_bytes: float
+    transient_bytes: float
+
+
+@dataclass
+class HeteroResult:
+    plan: HeteroPlan
+    step_time_s: float
+    tokens_per_s: float
+    pipeline_times_s: list[float]
+    stage_slots_s: list[list[float]]
+    sync_exposed_s: float
+    optimizer_s: float
+    memory_peak_bytes: float  # worst stage, per device
+    memory_by_stage: list[list[float]]
+    capacity_by_stage: list[list[float]]
+    fits: bool
+    reasons: list[str]
+    model_flops_per_step: float
+    mfu: float  # model FLOPs / (step · Σ peak of the devices used)
+    extras: dict = field(default_factory=dict)
+
+    def to_dict(self, cluster: Cluster) -> dict:
+        return {"plan": self.plan.to_dict(cluster), "step_time_s": self.step_time_s, "tokens_per_s": self.tokens_per_s,
+                "pipeline_times_s": self.pipeline_times_s, "sync_exposed_s": self.sync_exposed_s,
+                "optimizer_s": self.optimizer_s, "memory_peak_bytes": self.memory_peak_bytes, "fits": self.fits,
+                "reasons": self.reasons, "mfu": self.mfu, "model_flops_per_step": self.model_flops_per_step,
+                **self.extras}
+
+
+def _atoms(workload: Workload, group: NodeGroup, tp: int, mbs: int, recompute: str, sp: bool) -> GroupCosts:
+    job = workload.training
+    job1 = type(job)(seq_len=job.seq_len, global_batch=mbs, precision=job.precision, optimizer=job.optimizer,
+                     attention=job.attention)
+    hw = hardware_context(group, job.precision, efficiency_for(group.device.id))
+    P = PlanArrays.from_plans([Plan(dp=1, tp=tp, pp=2, mbs=mbs, recompute=recompute, sp=sp and tp > 1)])
+    r = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in evaluate(workload.model, job1, hw, P).items()}
+    m = workload.model
+    T = mbs * job.seq_len
+    return GroupCosts(
+        layer_s=r["op_layer_fwd_s"] + r["op_layer_bwd_s"] + r["op_layer_recompute_s"],
+        layer_fwd_s=r["op_layer_fwd_s"], layer_bwd_s=r["op_layer_bwd_s"] + r["op_layer_recompute_s"],
+        emb_s=r["op_emb_fwd_s"] + r["op_emb_bwd_s"], out_s=r["op_out_fwd_s"] + r["op_out_bwd_s"],
+        act_bytes_per_layer=r["op_activation_bytes_per_layer"], p2p_bytes=r["op_p2p_bytes"],
+        layer_params=m.layer_params / tp, emb_params=m.embedding_params / tp,
+        out_params=(m.vocab * m.hidden + m.norm_params_per_norm) / tp,
+        capacity_bytes=group.device.memory_bytes, memory_bandwidth_bytes_per_s=hw.memory_bandwidth_bytes_per_s
+        * hw.eff.memory, logits_bytes=4.0 * T * m.hidden / tp + 4.0 * T * m.vocab / tp,
+        transient_bytes=max(2.0 * 2 * T * m.ffn_hidden / tp, 2.0 * T * m.vocab / tp))
+
+
+_ATOMS: dict = {}
+
+
+def group_costs(workload: Workload, cluster: Cluster, g: int, tp: int, mbs: int, recompute: str,
+                sp: bool) -> GroupCosts:
+    """Per-layer costs of group ``g`` (memoized on everything they depend on)."""
+    grp = cluster.groups[g]
+    key = (workload.model, workload.training, grp.device.id, grp.devices_per_node, grp.nics_per_node,
+           grp.intra_node.bandwidth_bytes_per_s, grp.inter_node.bandwidth_bytes_per_s, tp, mbs, recompute, sp)
+    got = _ATOMS.get(key)
+    if got is None:
+        if len(_ATOMS) > 50_000:
+            _ATOMS.clear()
+        got = _ATOMS[key] = _atoms(workload, grp, tp, mbs, recompute, sp)
+    return got
+
+
+def link_between(cluster: Cluster, g1: int, g2: int) -> tuple[float, float]:
+    """(bandwidth after efficiency, latency) of a stage boundary or a gradient ring between two groups."""
+    eff = efficiency_for(cluster.groups[g1].device.id)
+    if g1 == g2:
+        grp = cluster.groups[g1]
+        return grp.inter_node_bandwidth_per_device_bytes_per_s * eff.link(grp.inter_node.kind), grp.inter_node.latency_s
+    link: Link | None = cluster.inter_group
+    if link is None:
+        raise SpecError("a plan that spans device groups needs an 'inter_group' link in the cluster file",
+                        key="inter_group", file=cluster.source_file)
+    slow = min(cluster.groups[g1].inter_node_bandwidth_per_device_bytes_per_s * eff.link(cluster.groups[g1].inter_node.kind),
+               cluster.groups[g2].inter_node_bandwidth_per_device_bytes_per_s * eff.link(cluster.groups[g2].inter_node.kind))
+    return min(link.bandwidth_bytes_per_s * eff.link(link.kind), slow), max(link.latency_s, cluster.groups[g1].inter_node.latency_s)
+
+
+def stage_inflight(n_stages: int, index: int, micro_batches: int) -> int:
+    """Micro-batches whose activations a 1F1B stage holds: min(S − i, m)."""
+    return max(1, min(n_stages - index, micro_batches))
+
+
+def stage_memory_bytes(c: GroupCosts, stage: StageSpec, index: int, n_stages: int, micro_batches: int,
+                       owners: int, zero: int, mixed: bool, optimizer: str, recompute: str) -> float:
+    """Per-device memory of one stage: model states (Megatron bytes/parameter, ZeRO-1 over the chunk owners),
+    activations of the in-flight micro-batches, logits on the last stage, transient, reserve and fragmentation."""
+    params = stage.layers * c.layer_params + (c.emb_params if index == 0 else 0.0) \
+        + (c.out_params if index == n_stages - 1 else 0.0)
+    opt = OPTIMIZER_STATE_BYTES[(optimizer, mixed)] / (owners if zero >= 1 else 1)
+    states = params * ((2.0 if mixed else 4.0) + 4.0 + opt)
+    act = stage.layers * c.act_bytes_per_layer * stage_inflight(n_stages, index, micro_batches)
+    act += c.logits_bytes if index == n_stages - 1 else 0.0
+    dyn = states + act + c.transient_bytes
+    return dyn * (1.0 + FRAGMENTATION_FRACTION) + FRAMEWORK_RESERVED_BYTES
+
+
+def validate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> None:
+    mdl, job = workload.model, workload.training
+    L = mdl.layers
+    if plan.recompute not in RECOMPUTE:
+        raise SpecError(f"bad value {plan.recompute!r}", key="recompute", allowed=list(RECOMPUTE))
+    if mdl.heads % plan.tp or mdl.kv_heads % plan.tp:
+        raise SpecError(f"tp={plan.tp} must divide heads={mdl.heads} and kv_heads={mdl.kv_heads}", key="tp")
+    if plan.zero not in (0, 1):
+        raise SpecError(f"bad value {plan.zero!r}", key="zero", allowed=["0", "1"],
+                        hint="heterogeneous plans shard optimizer states among chunk owners (zero=1) or not at all")
+    if not plan.pipelines:
+        raise SpecError("a heterogeneous plan needs at least one pipeline", key="pipelines")
+    for k, p in enumerate(plan.pipelines):
+        if p.micro_batches < 1:
+            raise SpecError(f"micro_batches={p.micro_batches} must be ≥ 1", key=f"pipelines[{k}].micro_batches")
+        pos = 0
+        for i, s in enumerate(p.stages):
+            if not 0 <= s.group < len(cluster.groups):
+                raise SpecError(f"group {s.group} does not exist (cluster has {len(cluster.groups)})",
+                                key=f"pipelines[{k}].stages[{i}].group")
+            if s.first_layer != pos or s.last_layer <= s.first_layer:
+                raise SpecError(f"layers must be contiguous and non-empty: stage starts at {s.first_layer}, "
+                                f"expected {pos}", key=f"pipelines[{k}].stages[{i}].layers")
+            if plan.tp > cluster.groups[s.group].devices_per_node:
+                raise SpecError(f"tp={plan.tp} exceeds the {cluster.groups[s.group].devices_per_node} devices per node "
+                                f"of group {s.group}", key="tp")
+            if not cluster.groups[s.group].device.supports(job.precision) and job.precision != "fp32":
+                raise SpecError(f"{cluster.groups[s.group].device.id} has no {job.precision} math",
+                                key="training.precision", hint="use fp16 on mixed clusters with V100")
+            pos = s.last_layer
+        if pos != L:
+            raise SpecError(f"pipeline {k} covers layers 0–{pos - 1} of {L}", key=f"pipelines[{k}].stages")
+    used = plan.devices_per_group(len(cluster.groups))
+    for g, (u, grp) in enumerate(zip(used, cluster.groups)):
+        if u > grp.n_devices:
+            raise SpecError(f"the plan uses {u} devices of group {g} ({grp.device.id}), which has {grp.n_devices}",
+                            key="pipelines")
+    total = sum(p.micro_batches for p in plan.pipelines) * plan.mbs
+    if total != job.global_batch:
+        raise SpecError(f"Σ micro_batches × mbs = {total} but global_batch = {job.global_batch}",
+                        key="pipelines", hint="data shares must add up to the global batch")
+
+
+def _chunks(plan: HeteroPlan, L: int) -> list[tuple[int, int]]:
+    cuts = sorted({0, L} | {s.first_layer for p in plan.pipelines for s in p.stages})
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, validate: bool = True) -> HeteroResult:
+    """Price one heterogeneous plan (step time, per-pipeline times, chunked sync, memory per stage)."""
+    if validate:
+        validate_hetero(workload, cluster, plan)
+    job, mdl = workload.training, workload.model
+    mixed = job.precision != "fp32"
+    L = mdl.layers
+    K = len(plan.pipelines)
+    g_red = 4.0  # fp32 main gradients (Megatron convention, as in the homogeneous model for zero ≤ 1)
+    slots: list[list[float]] = []
+    bwd_last: list[list[float]] = []
+    mems: list[list[float]] = []
+    caps: list[list[float]] = []
+    reasons: list[str] = []
+    times = []
+    seen: dict = {}
+    for k, p in enumerate(plan.pipelines):
+        S = len(p.stages)
+        if p in seen:  # identical replicas (same stages, same share) cost the same: price them once
+            j = seen[p]
+            times.append(times[j])
+            slots.append(slots[j])
+            bwd_last.append(bwd_last[j])
+            mems.append(mems[j])
+            caps.append(caps[j])
+            continue
+        seen[p] = k
+        sl, bl, mm, cp_ = [], [], [], []
+        for i, s in enumerate(p.stages):
+            c = group_costs(workload, cluster, s.group, plan.tp, plan.mbs, plan.recompute, plan.sp)
+            t = s.layers * c.layer_s + (c.emb_s if i == 0 else 0.0) + (c.out_s if i == S - 1 else 0.0)
+            p2p = 0.0
+            for j in (i - 1, i + 1):
+                if 0 <= j < S:
+                    bw, lat = link_between(cluster, s.group, p.stages[j].group)
+                    p2p = max(p2p, c.p2p_bytes / bw + lat)
+            sl.append(t + 2.0 * p2p)
+            bl.append(s.layers * c.layer_bwd_s)
+            mm.append(stage_memory_bytes(c, s, i, S, p.micro_batches, K, plan.zero, mixed, job.optimizer,
+                                         plan.recompute))
+            cp_.append(c.capacity_bytes)
+            if mm[-1] > c.capacity_bytes:
+                reasons.append(f"pipeline {k} stage {i} ({cluster.groups[s.group].device.id}, {s.layers} layers): "
+                               f"{mm[-1] / 2**30:.1f} GiB > {c.capacity_bytes / 2**30:.1f} GiB")
+        tmax = max(sl)
+        times.append(p.micro_batches * tmax + (sum(sl) - tmax))
+        slots.append(sl)
+        bwd_last.append(bl)
+        mems.append(mm)
+        caps.append(cp_)
+    # chunked gradient aggregation: per chunk, a ring all-reduce among its K owners over the slowest link
+    distinct = list(seen.items())  # (pipeline, first index)
+    owner_time = {k: [0.0] * len(p.stages) for p, k in distinct}
+    for lo, hi in _chunks(plan, L):
+        owners = []  # (first index of the distinct pipeline, stage, group) — one entry per replica
+        for p, k in distinct:
+            for i, s in enumerate(p.stages):
+                if s.first_layer <= lo < s.last_layer:
+                    owners.extend([(k, i, s.group)] * sum(1 for q in plan.pipelines if q == p))
+        if len(owners) < 2:
+            continue
+        params = (hi - lo) * mdl.layer_params / plan.tp
+        if lo == 0:
+            params += mdl.embedding_params / plan.tp
+        if hi == L:
+            params += (mdl.vocab * mdl.hidden + mdl.norm_params_per_norm) / plan.tp
+        groups = sorted({g for _, _, g in owners})
+        bw, lat = min((link_between(cluster, a, b) for a in groups for b in groups), key=lambda x: x[0])
+        if len(groups) == 1:
+            bw, lat = link_between(cluster, groups[0], groups[0])
+        t = float(ring_allreduce_s(params * g_red, np.array(len(owners)), bw, lat))
+        for k, i in {(k, i) for k, i, _ in owners}:
+            owner_time[k][i] += t
+    exposed = 0.0
+    for p, k in distinct:
+        for i in range(len(p.stages)):
+            window = sum(bwd_last[k][: i + 1])  # backward still running on this and earlier stages
+            finish_gap = max(times) - times[k]  # a faster pipeline's owners start earlier
+            exposed = max(exposed, owner_time[k][i] - window - finish_gap)
+    exposed = max(0.0, exposed)
+    opt = 0.0
+    for p, _k in distinct:
+        for i, s in enumerate(p.stages):
+            c = group_costs(workload, cluster, s.group, plan.tp, plan.mbs, plan.recompute, plan.sp)
+            params = s.layers * c.layer_params / (K if plan.zero else 1)
+            opt = max(opt, params * OPTIMIZER_STEP_BYTES[job.optimizer] / c.memory_bandwidth_bytes_per_s)
+    step = max(times) + exposed + opt
+    tokens = job.global_batch * job.seq_len
+    q, kd, h, f, V = mdl.q_dim, mdl.kv_dim, mdl.hidden, mdl.ffn_hidden, mdl.vocab
+    per_token = L * (2.0 * (h * (q + 2 * kd) + q * h + mdl.ffn_matrices * h * f) + 4.0 * job.seq_len * q) + 2.0 * h * V
+    model_flops = 3.0 * tokens * per_token
+    gpeak = [hardware_context(g, job.precision).peak_flops_per_s if (job.precision == "fp32" or g.device.supports(
+        job.precision)) else 0.0 for g in cluster.groups]
+    peak = sum(plan.tp * gpeak[s.group] for p in plan.pipelines for s in p.stages)
+    mem_peak = max(max(m) for m in mems)
+    return HeteroResult(plan=plan, step_time_s=step, tokens_per_s=tokens / step, pipeline_times_s=times,
+                        stage_slots_s=slots, sync_exposed_s=exposed, optimizer_s=opt, memory_peak_bytes=mem_peak,
+                        memory_by_stage=mems, capacity_by_stage=caps, fits=not reasons, reasons=reasons,
+                        model_flops_per_step=model_flops, mfu=model_flops / (step * peak))
+
+
+# --- plan files (``parplan estimate --plan-file plan.yaml``) ----------------------------------------------------
+def _plan_file_models():
+    from typing import List, Literal, Optional, Union
+
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class _Strict(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+    class StageEntry(_Strict):
+        group: Optional[Union[int, str]] = None  # group index, or the device id of a group
+        device: Optional[str] = None
+        layers: List[int] = Field(min_length=2, max_length=2)  # [first, end) — end exclusive
+
+    class PipelineEntry(_Strict):
+        micro_batches: int = Field(gt=0)
+        replicas: int = Field(default=1, gt=0)
+        stages: List[StageEntry] = Field(min_length=1)
+
+    class PlanFile(_Strict):
+        tp: int = Field(default=1, gt=0)
+        mbs: int = Field(default=1, gt=0)
+        zero: int = Field(default=0, ge=0, le=1)
+        recompute: Literal["none", "selective", "full"] = "none"
+        sp: bool = False
+        label: Optional[str] = None
+        pipelines: List[PipelineEntry] = Field(min_length=1)
+
+    return PlanFile
+
+
+def load_plan_file(path: str, cluster: Cluster) -> HeteroPlan:
+    """Read a heterogeneous plan from YAML: pipelines of stages (group index or device id, layer range
+    [first, end)), each with its micro-batch share (and an optional replica count)."""
+    from parplan.spec import load_yaml_file, locate, validate
+
+    data = load_yaml_file(path)
+    pf = validate(_plan_file_models(), data, file=str(path))
+    dev_to_group = {}
+    for g, grp in enumerate(cluster.groups):
+        dev_to_group.setdefault(grp.device.id, []).append(g)
+    pipes = []
+    for k, p in enumerate(pf.pipelines):
+        stages = []
+        for i, st in enumerate(p.stages):
+            key = f"pipelines[{k}].stages[{i}]"
+            ref = st.group if st.group is not None else st.device
+            if ref is None:
+                raise locate(SpecError("give 'group' (index) or 'device' (a device id of the cluster)",
+                                       key=key), data, str(path))
+            if isinstance(ref, int):
+                g = ref
+                if not 0 <= g < len(cluster.groups):
+                    raise locate(SpecError(f"group {g} does not exist (cluster has {len(cluster.groups)} groups)",
+                                           key=f"{key}.group"), data, str(path))
+            else:
+                if ref not in dev_to_group:
+                    raise locate(SpecError(f"no group of device {ref!r} in cluster {cluster.name!r}",
+                                           key=f"{key}.device", allowed=sorted(dev_to_group)), data, str(path))
+                if len(dev_to_group[ref]) > 1:
+                    raise locate(SpecError(f"several groups have device {ref!r}: give 'group' by index",
+                                           key=f"{key}.device"), data, str(path))
+                g = dev_to_group[ref][0]
+            stages.append(StageSpec(g, st.layers[0], st.layers[1]))
+        pipes.extend([PipelineSpec(tuple(stages), p.micro_batches)] * p.replicas)
+    return HeteroPlan(pipelines=tuple(pipes), tp=pf.tp, mbs=pf.mbs, zero=pf.zero, recompute=pf.recompute, sp=pf.sp,
+                      label=pf.label or "plan file")
+
+
+def plan_to_yaml(plan: HeteroPlan, cluster: Cluster) -> str:
+    """The plan-file form of a plan (identical replicas folded with ``replicas``)."""
+    import yaml
+
+    folded: list[dict] = []
+    for p in plan.pipelines:
+        entry = {"micro_batches": p.micro_batches, "replicas": 1,
+                 "stages": [{"group": s.group, "layers": [s.first_layer, s.last_layer]} for s in p.stages]}
+        if folded and {**folded[-1], "replicas": 1} == entry:
+            folded[-1]["replicas"] += 1
+        else:
+            folded.append(entry)
+    doc = {"tp": plan.tp, "mbs": plan.mbs, "zero": plan.zero, "recompute": plan.recompute, "sp": plan.sp,
+           "pipelines": folded}
+    head = "# groups: " + ", ".join(f"{g}={grp.device.id}" for g, grp in enumerate(cluster.groups)) + "\n"
+    return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
