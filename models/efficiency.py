@@ -75,6 +75,7 @@ def _file() -> EffFile:
     return validate(EffFile, load_yaml_file(path), file=str(path))  # type: ignore[return-value]
 
 
+@lru_cache(maxsize=None)
 def efficiency_for(device_id: str) -> Efficiency:
     f = _file()
     d = f.defaults

@@ -298,13 +298,16 @@ def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, vali
         caps.append(cp_)
     # chunked gradient aggregation: per chunk, a ring all-reduce among its K owners over the slowest link
     distinct = list(seen.items())  # (pipeline, first index)
+    count = {}
+    for q in plan.pipelines:
+        count[q] = count.get(q, 0) + 1
     owner_time = {k: [0.0] * len(p.stages) for p, k in distinct}
     for lo, hi in _chunks(plan, L):
         owners = []  # (first index of the distinct pipeline, stage, group) — one entry per replica
         for p, k in distinct:
             for i, s in enumerate(p.stages):
                 if s.first_layer <= lo < s.last_layer:
-                    owners.extend([(k, i, s.group)] * sum(1 for q in plan.pipelines if q == p))
+                    owners.extend([(k, i, s.group)] * count[p])
         if len(owners) < 2:
             continue
         params = (hi - lo) * mdl.layer_params / plan.tp

@@ -155,6 +155,34 @@ def build_data_ilp(bottleneck_s: list[float], fill_s: list[float], total_micro_b
     return prob, {"m": m, "T": T}
 
 
+def build_typed_data_ilp(bottleneck_s: list[float], fill_s: list[float], replicas: list[int],
+                         total_micro_batches: int) -> tuple[pulp.LpProblem, dict]:
+    """The data-balancing ILP with identical replicas folded by type (same optimum, no symmetric copies): replica
+    type t has R_t replicas, each with q_t or q_t + 1 micro-batches (r_t of them with the extra one, e_t = 1 if any):
+    min T  s.t.  T ≥ z_t·(q_t + e_t) + F_t,  r_t ≤ (R_t − 1)·e_t,  Σ_t R_t·q_t + r_t = M,  q_t ≥ 1."""
+    prob = pulp.LpProblem("data_balance_typed", pulp.LpMinimize)
+    M = total_micro_batches
+    q = [pulp.LpVariable(f"q_{t}", lowBound=1, upBound=M, cat="Integer") for t in range(len(replicas))]
+    r = [pulp.LpVariable(f"r_{t}", lowBound=0, upBound=max(R - 1, 0), cat="Integer") for t, R in enumerate(replicas)]
+    e = [pulp.LpVariable(f"e_{t}", cat="Binary") for t in range(len(replicas))]
+    T = pulp.LpVariable("T", lowBound=0)
+    for t, R in enumerate(replicas):
+        prob += T >= bottleneck_s[t] * (q[t] + e[t]) + fill_s[t]
+        prob += r[t] <= max(R - 1, 0) * e[t]
+    prob += pulp.lpSum(R * q[t] + r[t] for t, R in enumerate(replicas)) == M
+    prob += T
+    return prob, {"q": q, "r": r, "e": e, "T": T}
+
+
+def decode_typed_shares(v: dict, replicas: list[int]) -> list[int]:
+    """Per-replica shares, type by type: the first r_t replicas of a type get q_t + 1."""
+    out = []
+    for t, R in enumerate(replicas):
+        q, r = int(round(v["q"][t].value())), int(round(v["r"][t].value()))
+        out += [q + 1] * r + [q] * (R - r)
+    return out
+
+
 def heuristic_data(bottleneck_s: list[float], total: int) -> list[int]:
     """Fallback: micro-batches proportional to 1/bottleneck, largest remainder."""
     w = [1.0 / b for b in bottleneck_s]
@@ -239,17 +267,28 @@ def min_fitting_depth(workload: Workload, cluster: Cluster, g: int, tp: int, mbs
 
 
 def shape_lower_bound(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs: int, recompute: str) -> float:
-    """A lower bound on the step time of a shape: each pipeline type's bottleneck is at least L/Σ_g(s_g/a_g) (layers
-    split so that every stage takes equally long), and M micro-batches over replicas of bottleneck z_k take at least
-    M/Σ_k(1/z_k) (data split continuously)."""
+    """A lower bound on the pipeline part of a shape's step time.  Per pipeline type: the bottleneck stage takes at
+    least z = L/Σ_g(s_g/a_g) + 2·p2p (layers split so that every stage takes equally long, plus the boundary
+    transfers every slot pays) and the fill at least F = (S − 1)·(a_min + 2·p2p) (every other stage holds ≥ 1
+    layer).  Replica k then needs T ≥ m_k·z_k + F_k, so Σ_k (T − F_k)/z_k ≥ M gives
+    T ≥ (M + Σ_k F_k/z_k)/Σ_k 1/z_k — monotone in z and F, hence a valid bound from their lower bounds."""
     L = workload.model.layers
     M = workload.training.global_batch // mbs
-    rate = 0.0
+    inv_z, f_over_z = 0.0, 0.0
     for st, reps in zip(shape.types, shape.replicas):
-        inv = sum(cnt / group_costs(workload, cluster, g, tp, mbs, recompute, tp > 1).layer_s for g, cnt in st)
-        z = L / inv
-        rate += reps / z
-    return M / rate
+        costs = [group_costs(workload, cluster, g, tp, mbs, recompute, tp > 1) for g, _ in st]
+        S = sum(cnt for _, cnt in st)
+        p2p = 0.0
+        if S > 1:
+            for a, _ in st:
+                for b, _ in st:
+                    bw, lat = link_between(cluster, a, b)
+                    p2p = max(p2p, costs[0].p2p_bytes / bw + lat)
+        z = L / sum(cnt / c.layer_s for (_, cnt), c in zip(st, costs)) + 2.0 * p2p
+        fill = (S - 1) * (min(c.layer_s for c in costs) + 2.0 * p2p)
+        inv_z += reps / z
+        f_over_z += reps * fill / z
+    return (M + f_over_z) / inv_z
 
 
 def _supports(cluster: Cluster, g: int, workload: Workload) -> bool:
@@ -360,11 +399,11 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
             fb.append(sum(sl) - max(sl))
         bott = [zb[ti] for ti, reps in enumerate(shape.replicas) for _ in range(reps)]
         fill = [fb[ti] for ti, reps in enumerate(shape.replicas) for _ in range(reps)]
-        prob, v = build_data_ilp(bott, fill, M)
+        prob, v = build_typed_data_ilp(zb, fb, list(shape.replicas), M)
         status, _ = solve(prob, solver)
         solves += 1
         if status == "Optimal":
-            shares = [int(round(x.value())) for x in v["m"]]
+            shares = decode_typed_shares(v, list(shape.replicas))
             ilp_T = float(v["T"].value())
         else:
             heuristic = True

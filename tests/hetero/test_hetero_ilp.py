@@ -128,3 +128,19 @@ def test_plan_file_round_trip_and_errors(setup, tmp_path):
     gap = HeteroPlan(pipelines=(PipelineSpec((StageSpec(0, 0, 4), StageSpec(1, 5, 8)), 16),), tp=4)
     with pytest.raises(SpecError, match="contiguous"):
         evaluate_hetero(w, c, gap)
+
+
+@pytest.mark.parametrize("z,f,R,M", [([1.0, 2.0], [0.5, 1.0], [2, 3], 17), ([1.0, 1.5, 3.0], [0.2, 0.3, 0.9], [1, 2, 2], 23),
+                                     ([2.0], [0.0], [4], 10)])
+def test_typed_data_ilp_equals_the_per_replica_ilp(z, f, R, M):
+    from parplan.planner.hetero import build_typed_data_ilp, decode_typed_shares
+
+    solver = make_solver("cbc", 30)
+    zz = [zk for zk, r in zip(z, R) for _ in range(r)]
+    ff = [fk for fk, r in zip(f, R) for _ in range(r)]
+    p1, v1 = build_data_ilp(zz, ff, M)
+    p2, v2 = build_typed_data_ilp(z, f, R, M)
+    assert solve(p1, solver)[0] == solve(p2, solver)[0] == "Optimal"
+    assert v2["T"].value() == pytest.approx(v1["T"].value(), rel=1e-9)
+    shares = decode_typed_shares(v2, R)
+    assert sum(shares) == M and max(zk * m + fk for zk, m, fk in zip(zz, shares, ff)) == pytest.approx(v1["T"].value())
