@@ -89,6 +89,8 @@ class GroupCosts:
     layer_bwd_s: float  # incl. recompute
     emb_s: float
     out_s: float
+    emb_fwd_s: float
+    out_fwd_s: float
     act_bytes_per_layer: float
     p2p_bytes: float
     layer_params: float  # per device (÷ tp)
@@ -139,6 +141,7 @@ def _atoms(workload: Workload, group: NodeGroup, tp: int, mbs: int, recompute: s
         layer_s=r["op_layer_fwd_s"] + r["op_layer_bwd_s"] + r["op_layer_recompute_s"],
         layer_fwd_s=r["op_layer_fwd_s"], layer_bwd_s=r["op_layer_bwd_s"] + r["op_layer_recompute_s"],
         emb_s=r["op_emb_fwd_s"] + r["op_emb_bwd_s"], out_s=r["op_out_fwd_s"] + r["op_out_bwd_s"],
+        emb_fwd_s=r["op_emb_fwd_s"], out_fwd_s=r["op_out_fwd_s"],
         act_bytes_per_layer=r["op_activation_bytes_per_layer"], p2p_bytes=r["op_p2p_bytes"],
         layer_params=m.layer_params / tp, emb_params=m.embedding_params / tp,
         out_params=(m.vocab * m.hidden + m.norm_params_per_norm) / tp,

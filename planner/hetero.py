@@ -483,7 +483,7 @@ def fastest_group_baseline(workload: Workload, cluster: Cluster):
         try:
             from parplan.api import suggest
 
-            ps = suggest(workload, sub, top=1, quiet=True)
+            ps = suggest(workload, sub, top=1)
         except SpecError:
             return None, g
         best = getattr(ps, "best", None)
@@ -498,7 +498,8 @@ def default_recompute_options(workload: Workload) -> tuple[str, ...]:
 
 def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", time_limit_s: float = 10.0,
                 mbs_options=(1, 2, 4), recompute_options=None, zero_options=(1,),
-                tp_options=None, baselines: bool = True, max_depth_options: int = 2) -> HeteroPlanSet:
+                tp_options=None, baselines: bool = True, max_depth_options: int = 2,
+                prune: bool = True) -> HeteroPlanSet:
     """Search shapes × knobs with the two ILPs; return the ranked candidates and both baselines.
 
     ``zero_options`` defaults to ZeRO-1 (optimizer states sharded among the owners of each chunk): the chunked
@@ -535,7 +536,7 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
     best_t = math.inf
     pruned = 0
     for lb, _, shape, tp, mbs, rc, zero in queue:
-        if lb >= best_t:
+        if prune and lb >= best_t:
             pruned += 1
             continue
         n_shapes += 1
