@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from parplan import __version__
-from parplan.cli import catalog_cmd, estimate_cmd
+from parplan.cli import catalog_cmd, estimate_cmd, suggest_cmd, simulate_cmd
 
 app = typer.Typer(
     name="parplan",
@@ -28,7 +28,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # each command module registers its commands on the app
-for _module in (estimate_cmd, catalog_cmd):
+for _module in (estimate_cmd, catalog_cmd, suggest_cmd, simulate_cmd):
     _module.register(app)
 
 

@@ -1,0 +1,15 @@
+"""Reference executor: a discrete-event simulator that plays a plan's schedule out, op by op.
+
+``simulate_plan`` (a plan on a workload and cluster, costs from the analytical model), ``simulate_costs``
+(hand-made ``PipelineCosts``), ``Schedule`` (the result), ``chrome_trace`` / ``write_chrome_trace``,
+``compare_plan`` (analytical vs simulated).  See ``simulate`` for what is simulated and the symmetry argument.
+"""
+from parplan.executor.agreement import Agreement, agreement, compare_plan
+from parplan.executor.costs import PipelineCosts, model_costs
+from parplan.executor.schedules import SCHEDULES, default_schedule
+from parplan.executor.simulate import Event, Schedule, parse_slowdowns, simulate_costs, simulate_plan
+from parplan.executor.trace import chrome_trace, write_chrome_trace
+
+__all__ = ["Agreement", "Event", "PipelineCosts", "SCHEDULES", "Schedule", "agreement", "chrome_trace",
+           "compare_plan", "default_schedule", "model_costs", "parse_slowdowns", "simulate_costs", "simulate_plan",
+           "write_chrome_trace"]

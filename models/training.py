@@ -394,11 +394,13 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
     per_layer_full = e * np.where(sp, T / tp, T) * h  # only the layer input is kept
     per_layer = np.select([rc == 0, rc == 1], [per_layer_none, per_layer_sel], per_layer_full)
     # in-flight micro-batches on the first stage: min(p, m) with 1F1B; interleaving adds (p−1)/(p·v) of a stage
+    # (Megatron runs every forward first when m ≤ p: then m micro-batches of the whole stage are in flight)
     inflight = np.minimum(pp, m)
-    penalty = np.where(v > 1, 1.0 + (pp - 1) / (pp * v), 1.0)
+    penalty = np.where((v > 1) & (m > pp), 1.0 + (pp - 1) / (pp * v), 1.0)
+    emb_extra = drop_mask * Tsp * h  # embedding dropout mask (its output is layer 0's input, counted per layer)
     act_first = (n_first * per_layer * inflight * penalty
                  + np.where(rc == 2, per_layer_sel, 0.0)  # working set of the layer being recomputed
-                 + inflight * penalty * (e + drop_mask) * Tsp * h)  # embedding output (+ dropout mask)
+                 + inflight * penalty * emb_extra)
     logits = 4.0 * T * h / tp + 4.0 * T * V / tp  # final norm input + fp32 logits for the loss (Korthikanti §4.3)
     act_first = act_first + np.where(single, logits, 0.0)
     act_last = np.where(single, act_first, n_last * per_layer + np.where(rc == 2, per_layer_sel, 0.0) + logits)
@@ -436,6 +438,9 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
         "op_dp_reduce_scatter_first_s": rs_f, "op_dp_reduce_scatter_last_s": rs_l,
         "op_dp_allgather_first_s": ag_f, "op_dp_allgather_last_s": ag_l,
         "op_optimizer_s": optimizer, "op_activation_bytes_per_layer": per_layer,
+        "op_activation_bytes_first_stage_extra": np.broadcast_to(emb_extra, step.shape) if np.ndim(emb_extra)
+        else np.full_like(step, emb_extra),
+        "op_activation_bytes_last_stage_extra": logits,
         "op_params_bytes_first": wf, "op_params_bytes_last": wl,
         "layers_mid_stage": n_mid_max, "pipeline_s": t_pipe,
     }

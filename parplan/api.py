@@ -34,3 +34,79 @@ def estimate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, **traini
     w = load_workload(workload, **training_overrides)
     c = load_cluster(cluster)
     return estimate_plan(w, c, _plan(plan, c.n_devices))
+
+
+# --- planner (issue 3): search, rank and check plans ------------------------------------------------------------
+from parplan.planner.check import CheckResult  # noqa: E402
+from parplan.planner.planset import PlanSet  # noqa: E402
+
+
+def _search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs):
+    from parplan.planner.search import SearchOptions
+    from parplan.planner.space import DEFAULT_MAX_MBS, parse_fix
+
+    return SearchOptions(fix=parse_fix(fix), memory_headroom=float(memory_headroom),
+                         allow_cross_node_tp=bool(allow_cross_node_tp),
+                         max_mbs=int(max_mbs if max_mbs is not None else DEFAULT_MAX_MBS))
+
+
+def suggest(workload: WorkloadRef, cluster: ClusterRef, *, objective: str | None = None, top: int = 10,
+            fix: Any = None, memory_headroom: float = 0.0, allow_cross_node_tp: bool = False,
+            max_mbs: int | None = None, price_per_hour: float | None = None,
+            target_tokens_per_s: float | None = None, deadline: Any = None, token_budget: Any = None,
+            max_nodes: int | None = None, progress: Any = None, **training_overrides: Any) -> PlanSet:
+    """Search every valid plan of ``workload`` on ``cluster`` and return the ``top`` best (0 = all that fit).
+
+    ``objective``: ``"throughput"`` (default; tokens/s), ``"memory"`` (peak bytes per device), ``"cost"`` (USD per
+    token; needs ``price_per_hour`` — USD per device-hour — or a catalog price) or ``"devices"`` (the fewest whole
+    nodes reaching ``target_tokens_per_s``, or ``token_budget`` tokens — ``"15T"`` — within ``deadline`` — seconds
+    or ``"30d"``; node counts up to ``max_nodes``, default the cluster's).  ``fix``: pins, ``"tp=8,pp=4"``, a list
+    of ``"k=v"`` or a dict.  ``memory_headroom``: fraction of device memory kept free (0.0–0.5).  ``progress``:
+    ``f(done, total, nodes_or_None)``.  ``training_overrides``: ``seq_len``, ``global_batch``, ``precision``, ….
+    """
+    from parplan.planner.planset import suggest_plans
+
+    w = load_workload(workload, **training_overrides)
+    c = load_cluster(cluster)
+    return suggest_plans(w, c, objective=objective, top=int(top),
+                         options=_search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs),
+                         price_per_hour=price_per_hour, target_tokens_per_s=target_tokens_per_s, deadline=deadline,
+                         token_budget=token_budget, max_nodes=max_nodes, progress=progress)
+
+
+def check(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef | None = None, *,
+          min_tokens_per_s: float | None = None, max_step_time_s: float | None = None,
+          max_memory_fraction: float | None = None, min_mfu: float | None = None, fix: Any = None,
+          allow_cross_node_tp: bool = False, max_mbs: int | None = None, progress: Any = None,
+          **training_overrides: Any) -> CheckResult:
+    """Does ``plan`` — or, without one, any valid plan — meet every requirement?
+
+    Requirements left ``None`` are not checked, except memory: ``max_memory_fraction`` defaults to 1.0 (the plan
+    fits).  Returns ``CheckResult(ok, plan, failures)``: the passing plan (best throughput), or the closest one with
+    the requirements it misses.
+    """
+    from parplan.planner.check import check_plans
+
+    w = load_workload(workload, **training_overrides)
+    c = load_cluster(cluster)
+    p = _plan(plan, c.n_devices) if plan is not None else None
+    return check_plans(w, c, p, options=_search_options(fix, 0.0, allow_cross_node_tp, max_mbs), progress=progress,
+                       min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,
+                       max_memory_fraction=max_memory_fraction, min_mfu=min_mfu)
+
+
+# --- reference executor (issue 4): simulate one step op by op ---------------------------------------------------
+def simulate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, *, schedule: str | None = None,
+             slowdown: Any = None, mode: str = "auto", p2p: str = "blocking", **training_overrides: Any):
+    """Play one optimizer step of ``plan`` out in the discrete-event reference executor; returns a ``Schedule``.
+
+    ``schedule``: ``"1f1b"``, ``"gpipe"``, ``"interleaved"`` or ``"zb-h1"`` (default: interleaved when vpp>1, else
+    1f1b).  ``slowdown``: stragglers, ``["12=1.5", "stage:3=2"]`` (global rank or stage → factor on its compute).
+    ``mode``: ``"replica"`` (one pipeline replica, exact by symmetry), ``"full"`` (every replica, ≤ 64 devices) or
+    ``"auto"``.  ``p2p``: ``"blocking"`` (Megatron's default) or ``"async"`` sends.
+    """
+    from parplan.executor.simulate import simulate_plan
+
+    w = load_workload(workload, **training_overrides)
+    c = load_cluster(cluster)
+    return simulate_plan(w, c, _plan(plan, c.n_devices), schedule=schedule, slowdown=slowdown, mode=mode, p2p=p2p)

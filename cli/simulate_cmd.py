@@ -1,0 +1,215 @@
+"""``parplan simulate`` (play one plan's step out in the reference executor) and ``parplan validate`` (analytical
+model vs executor: step time and peak memory, exit 1 beyond a tolerance)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, gib, handle_errors, human_s, out_console, to_json
+from parplan.errors import SpecError, did_you_mean
+
+PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
+
+
+def _load(model: str, hw: str, seq_len, global_batch, precision):
+    from parplan.hardware.catalog import load_cluster
+    from parplan.workloads.loader import load_workload
+
+    if precision is not None and precision not in PRECISIONS:
+        raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
+                        hint=did_you_mean(precision, PRECISIONS))
+    return (load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision),
+            load_cluster(hw))
+
+
+def _split_items(items: Optional[List[str]]) -> list[str]:
+    out: list[str] = []
+    for it in items or ():
+        out.extend(x for x in (s.strip() for s in it.split(",")) if x)
+    return out
+
+
+def short_plan(plan) -> str:
+    """The plan string without its default-valued keys (ep=1, cp=1, vpp=1, sp=false)."""
+    text = plan.to_string()
+    for default in (",ep=1", ",cp=1", ",vpp=1", ",sp=false"):
+        text = text.replace(default, "")
+    return text
+
+
+def render_simulation(s) -> str:
+    con = out_console(width=140)
+    with con.capture() as cap:
+        head = Table(title=f"simulated step: {s.workload} on {s.cluster}", show_header=False)
+        head.add_column("k", style="bold")
+        head.add_column("v")
+        head.add_row("plan", short_plan(s.plan))
+        head.add_row("schedule", f"{s.schedule} ({s.micro_batches} micro-batches, pp={s.pp}, vpp={s.vpp}); mode "
+                                 f"{s.mode} ({s.replicas} replica{'s' if s.replicas > 1 else ''} simulated)")
+        a = s.analytical.get("step_time_s")
+        diff = f" (analytical {human_s(a)}, {100 * (a - s.step_time_s) / s.step_time_s:+.1f} %)" if a else ""
+        head.add_row("step time", human_s(s.step_time_s) + diff)
+        head.add_row("critical device", s.devices[s.critical_device].name)
+        head.add_row("exposed comm", ", ".join(f"{k} {human_s(v)}" for k, v in s.exposed_comm_s.items()))
+        head.add_row("bubble", human_s(s.bubble_s) + (f" (analytical {human_s(s.analytical['pipeline_bubble_s'])})"
+                                                      if s.analytical else ""))
+        head.add_row("peak activations", f"{gib(max(s.peak_activation_bytes))} GiB (stage "
+                                         f"{max(range(s.pp), key=lambda i: s.peak_activation_bytes[i])})")
+        head.add_row("events", f"{s.totals['ops']} ops, {s.totals['engine_events']} engine events")
+        if any(d.slowdown != 1.0 for d in s.devices):
+            head.add_row("note", "stragglers: the analytical estimate assumes identical devices")
+        for n in s.notes:
+            head.add_row("note", n)
+        con.print(head)
+        t = Table(title="per device (seconds of the step)")
+        for col in ("device", "compute", "recompute", "tp comm", "p2p", "bubble", "dp exposed", "optimizer", "busy",
+                    "idle", "peak act GiB", "slowdown"):
+            t.add_column(col, justify="left" if col == "device" else "right")
+        for d in s.devices:
+            t.add_row(d.name, *(f"{x:.4f}" for x in (d.compute_s, d.recompute_s, d.tp_comm_s, d.pp_p2p_s, d.bubble_s,
+                                                      d.dp_comm_exposed_s, d.optimizer_s, d.busy_s, d.idle_s)),
+                      gib(d.peak_activation_bytes), f"{d.slowdown:g}")
+        con.print(t)
+        used = [lk for lk in s.links if lk.transfers]
+        if used:
+            lt = Table(title="links")
+            for col in ("link", "transfers", "busy s", "work s", "max concurrent"):
+                lt.add_column(col, justify="left" if col == "link" else "right")
+            for lk in used:
+                lt.add_row(lk.name, str(lk.transfers), f"{lk.busy_s:.4f}", f"{lk.work_s:.4f}", str(lk.max_concurrent))
+            con.print(lt)
+    return cap.get()
+
+
+def _device_rows(s) -> list[dict]:
+    rows = []
+    for d in s.devices:
+        rows.append({"device": d.name, "replica": d.replica, "stage": d.stage, "step_time_s": s.step_time_s,
+                     "compute_s": d.compute_s, "recompute_s": d.recompute_s, "tp_comm_s": d.tp_comm_s,
+                     "pp_p2p_s": d.pp_p2p_s, "bubble_s": d.bubble_s, "dp_comm_exposed_s": d.dp_comm_exposed_s,
+                     "optimizer_s": d.optimizer_s, "busy_s": d.busy_s, "idle_s": d.idle_s,
+                     "peak_activation_bytes": d.peak_activation_bytes, "slowdown": d.slowdown})
+    return rows
+
+
+def render_agreement(rows, tolerance: float, title: str) -> str:
+    con = out_console(width=160)
+    with con.capture() as cap:
+        t = Table(title=title)
+        for col in ("plan", "analytical step", "simulated step", "diff", "analytical mem GiB", "simulated mem GiB",
+                    "diff", "status"):
+            t.add_column(col, justify="left" if col in ("plan", "status") else "right", no_wrap=col == "plan")
+        for a in rows:
+            ok = a.ok(tolerance)
+            t.add_row(short_plan(a.plan), human_s(a.analytical_step_s),
+                      human_s(a.simulated_step_s), f"{100 * a.step_diff:+.2f} %", gib(a.analytical_memory_bytes),
+                      gib(a.simulated_memory_bytes), f"{100 * a.memory_diff:+.2f} %", "ok" if ok else "DIFFERS",
+                      style=None if ok else "bold")
+        con.print(t)
+        bad = sum(not a.ok(tolerance) for a in rows)
+        con.print(f"{len(rows)} plan(s); {bad} differ by more than {100 * tolerance:g} %")
+    return cap.get()
+
+
+def _suggested_plans(workload, cluster, top: int) -> list:
+    """Plans of the planner's top K (imported lazily: the planner is optional here)."""
+    try:
+        import parplan
+
+        suggest = parplan.suggest
+        res = suggest(workload, cluster, top=top)
+    except (ImportError, AttributeError) as exc:
+        raise SpecError(f"--top needs the planner (parplan.suggest), which is not available: {exc}", key="--top",
+                        hint="pass --plan instead") from None
+    return [e.plan for e in res]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("simulate")
+    @handle_errors
+    def simulate_cmd(
+        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
+        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        plan: str = typer.Option(..., "--plan", help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
+        schedule: Optional[str] = typer.Option(None, "--schedule",
+                                               help="1f1b | gpipe | interleaved | zb-h1 (default: interleaved "
+                                                    "when vpp>1 else 1f1b)"),
+        trace: Optional[Path] = typer.Option(None, "--trace", help="write a Chrome-trace JSON (Perfetto) here"),
+        slowdown: Optional[List[str]] = typer.Option(None, "--slowdown",
+                                                     help="DEVICE=FACTOR, DEVICE a global rank or stage:N; "
+                                                          "repeat or separate with commas"),
+        mode: str = typer.Option("auto", "--mode", help="auto | replica | full (every device, ≤ 64 devices)"),
+        p2p: str = typer.Option("blocking", "--p2p", help="blocking (Megatron default) | async p2p sends"),
+        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
+        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
+        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
+        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+    ) -> None:
+        """Simulate one training step of a plan, op by op (reference executor)."""
+        from parplan.cli.estimate_cmd import frame_csv
+        from parplan.executor.simulate import simulate_plan
+        from parplan.executor.trace import write_chrome_trace
+        from parplan.models.plan import parse_plan
+
+        w, c = _load(model, hw, seq_len, global_batch, precision)
+        p = parse_plan(plan, c.n_devices)
+        s = simulate_plan(w, c, p, schedule=schedule, slowdown=_split_items(slowdown), mode=mode, p2p=p2p)
+        if trace is not None:
+            write_chrome_trace(s, trace)
+        if fmt == Format.json:
+            emit(to_json(s.to_dict()), output)
+        elif fmt == Format.csv:
+            emit(frame_csv(_device_rows(s)), output)
+        else:
+            emit(render_simulation(s), output)
+
+    @app.command("validate")
+    @handle_errors
+    def validate_cmd(
+        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
+        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        plan: Optional[List[str]] = typer.Option(None, "--plan", help="a plan to check (repeatable)"),
+        top: Optional[int] = typer.Option(None, "--top", help="check the planner's K best plans instead"),
+        tolerance: float = typer.Option(0.05, "--tolerance", help="largest accepted relative difference"),
+        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
+        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
+        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
+        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+    ) -> None:
+        """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance."""
+        from parplan.cli.estimate_cmd import frame_csv
+        from parplan.executor.agreement import compare_plan
+        from parplan.models.plan import parse_plan
+
+        if not (0.0 < tolerance < 1.0):
+            raise SpecError(f"bad tolerance {tolerance!r}: must be between 0 and 1", key="--tolerance",
+                            hint="e.g. 0.05 for 5 %")
+        if bool(plan) == (top is not None):
+            raise SpecError("give either --plan (one or more) or --top K", key="--plan")
+        w, c = _load(model, hw, seq_len, global_batch, precision)
+        if top is not None:
+            if top < 1:
+                raise SpecError(f"bad value {top!r}: must be ≥ 1", key="--top")
+            plans = _suggested_plans(w, c, top)
+            if not plans:
+                raise SpecError("the planner found no plan to validate", key="--top")
+        else:
+            plans = [parse_plan(x, c.n_devices) for x in plan]
+        rows = [compare_plan(w, c, p) for p in plans]
+        if fmt == Format.json:
+            emit(to_json({"workload": w.name, "cluster": c.name, "tolerance": tolerance,
+                          "ok": all(a.ok(tolerance) for a in rows),
+                          "plans": [dict(a.row(), ok=a.ok(tolerance)) for a in rows]}), output)
+        elif fmt == Format.csv:
+            emit(frame_csv([dict(a.row(), ok=a.ok(tolerance)) for a in rows]), output)
+        else:
+            emit(render_agreement(rows, tolerance, f"analytical vs simulated: {w.name} on {c.name}"), output)
+        if not all(a.ok(tolerance) for a in rows):
+            raise typer.Exit(EXIT_CHECK_FAILED)

@@ -1,0 +1,286 @@
+"""``parplan suggest`` (search and rank plans) and ``parplan check`` (capacity requirements for CI).
+
+suggest exit codes: 0 plans found; 1 nothing fits in memory (stdout: an empty table / a CSV header / JSON with no
+plans; stderr: why, and what would fit — more nodes, another precision, a smaller batch, recompute=full, fewer
+pins), or the devices objective's target is not reached within --max-nodes; 2 bad input.
+check exit codes: 0 a plan meets every requirement; 1 none does (the closest plan and each failed requirement with
+its shortfall are printed); 2 bad input.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from parplan.cli.common import (EXIT_CHECK_FAILED, Format, emit, err_console, handle_errors, human_s, out_console,
+                                to_json)
+from parplan.errors import SpecError, did_you_mean
+
+PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
+OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
+GiB = float(2**30)
+
+
+class _Err:
+    """Messages on stderr, one unwrapped line each (no terminal-width wrapping, no markup)."""
+
+    def print(self, text: str, **_ignored) -> None:
+        typer.echo(text, err=True)
+
+
+class LazyProgress:
+    """A rich progress bar on stderr that appears only once the work has run for ``delay_s`` (never for quick
+    searches), and only when stderr is a terminal; ``enabled=False`` (--quiet) hides it."""
+
+    def __init__(self, enabled: bool, label: str, delay_s: float = 1.0):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.label, self.delay_s = label, delay_s
+        self.t0 = time.perf_counter()
+        self.bar: Optional[Progress] = None
+        self.task = None
+
+    def __call__(self, done: int, total: int, nodes=None) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.perf_counter() - self.t0 < self.delay_s:
+                return
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                TimeElapsedColumn(), console=err_console(), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=max(total, 1))
+        desc = self.label if nodes is None else f"{self.label}: {nodes} nodes"
+        self.bar.update(self.task, completed=done, total=max(total, 1), description=desc)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+def _precision(precision: Optional[str]) -> None:
+    if precision is not None and precision not in PRECISIONS:
+        raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
+                        hint=did_you_mean(precision, PRECISIONS))
+
+
+def _short_plan(row) -> str:
+    return (f"tp{row.tp} pp{row.pp} cp{row.cp} dp{row.dp} mbs{row.mbs} vpp{row.vpp} z{row.zero} "
+            f"{row.recompute[:3]}{' sp' if row.sp else ''}")
+
+
+def render_plans(ps, explain_lines: list[str] | None = None) -> str:
+    """Compact table: plan, step time, throughput, MFU, memory; time shares and memory parts."""
+    df = ps.to_frame()
+    con = out_console(200)
+    with con.capture() as cap:
+        s = ps.stats
+        t = Table(title=f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {len(df)} of "
+                        f"{s.fitting:,} fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
+        cols = [("#", "right"), ("tp", "right"), ("pp", "right"), ("cp", "right"), ("dp", "right"), ("mbs", "right"),
+                ("vpp", "right"), ("zero", "right"), ("recomp", "left"), ("sp", "left"), ("step", "right"),
+                ("tokens/s", "right"), ("MFU", "right"), ("mem GiB", "right"),
+                ("comp", "right"), ("rcmp", "right"), ("comm", "right"), ("bubl", "right"),
+                ("opt", "right"), ("state", "right"), ("act", "right")]
+        if ps.price_per_hour is not None:
+            cols.append(("$/Mtok", "right"))
+        for name, just in cols:
+            t.add_column(name, justify=just, no_wrap=True)
+        for r in df.itertuples(index=False):
+            st = r.step_time_s
+            comp = r.compute_gemm_s + r.compute_attention_s + r.compute_memory_bound_s
+            comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s
+            row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), str(r.dp), str(r.mbs), str(r.vpp), str(r.zero),
+                   r.recompute, "y" if r.sp else "n", human_s(st), f"{r.tokens_per_s:,.0f}", f"{100 * r.mfu:.1f}%",
+                   f"{r.memory_peak_bytes / GiB:.1f}", f"{100 * comp / st:.0f}%", f"{100 * r.recompute_s / st:.0f}%",
+                   f"{100 * comm / st:.0f}%", f"{100 * r.pipeline_bubble_s / st:.0f}%", f"{100 * r.optimizer_s / st:.1f}%",
+                   f"{(r.params_bytes + r.grads_bytes + r.optimizer_bytes) / GiB:.1f}",
+                   f"{r.activations_bytes / GiB:.1f}"]
+            if ps.price_per_hour is not None:
+                row.append(f"{r.usd_per_million_tokens:.3f}")
+            t.add_row(*row)
+        con.print(t)
+        con.print("shares of the step time (critical stage): comp = GEMM + attention + memory-bound kernels, rcmp = "
+                  "recompute, comm = exposed TP + CP + PP p2p + DP, bubl = pipeline bubble, opt = optimizer step; "
+                  "GiB per device: mem = peak, state = weights + grads + optimizer states, act = activations",
+                  style="dim")
+    return cap.get()
+
+
+def _fmt_duration(s: float) -> str:
+    if s >= 86400:
+        return f"{s / 86400:.1f} days"
+    if s >= 3600:
+        return f"{s / 3600:.1f} h"
+    return f"{s:.0f} s"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("suggest")
+    @handle_errors
+    def suggest_cmd(
+        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
+        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
+        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
+        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        top: int = typer.Option(10, "--top", help="how many plans to print (0 = every plan that fits)"),
+        objective: Optional[str] = typer.Option(None, "--objective",
+                                                help="throughput (default) | memory | cost | devices "
+                                                     "(devices is implied by a target or deadline)"),
+        fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key, e.g. --fix tp=8 (repeatable)"),
+        memory_headroom: float = typer.Option(0.0, "--memory-headroom",
+                                              help="fraction of device memory kept free, 0.0–0.5"),
+        allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
+                                                 help="let tensor parallelism span nodes"),
+        max_mbs: int = typer.Option(32, "--max-mbs", help="largest micro-batch size searched"),
+        price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour",
+                                                       help="USD per device-hour (your own figure) for --objective cost"),
+        target_tokens_per_s: Optional[float] = typer.Option(None, "--target-tokens-per-s",
+                                                            help="sizing: the throughput to reach"),
+        deadline: Optional[str] = typer.Option(None, "--deadline", help='sizing: seconds or e.g. "30d", "12h"'),
+        token_budget: Optional[str] = typer.Option(None, "--token-budget", help='tokens to train, e.g. "15T"'),
+        max_nodes: Optional[int] = typer.Option(None, "--max-nodes",
+                                                help="sizing: most nodes searched (default: the cluster's)"),
+        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the plans to this file"),
+        explain: bool = typer.Option(False, "--explain", help="why the best wins, and why other plans are out"),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar, no summary line"),
+        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+    ) -> None:
+        """Search every valid parallel plan and print the best ones."""
+        from parplan.api import _search_options
+        from parplan.hardware.catalog import load_cluster
+        from parplan.planner.export import to_csv
+        from parplan.planner.planset import advice, suggest_plans
+        from parplan.workloads.loader import load_workload
+
+        _precision(precision)
+        if objective is not None and objective not in OBJECTIVE_NAMES:
+            raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVE_NAMES,
+                            hint=did_you_mean(objective, OBJECTIVE_NAMES))
+        w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
+        c = load_cluster(hw)
+        opts = _search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs)
+        bar = LazyProgress(not quiet, "searching")
+        try:
+            ps = suggest_plans(w, c, objective=objective, top=top, options=opts, price_per_hour=price_per_hour,
+                               target_tokens_per_s=target_tokens_per_s, deadline=deadline, token_budget=token_budget,
+                               max_nodes=max_nodes, progress=bar)
+        finally:
+            bar.close()
+        err = _Err()
+        if fmt == Format.json:
+            emit(to_json(ps.to_dict()), output)
+        elif fmt == Format.csv:
+            emit(to_csv(ps.to_frame()), output)
+        elif len(ps):
+            emit(render_plans(ps), output)
+        s = ps.stats
+        if not quiet:
+            sized = (f"searched {len(ps.sizing.tried)} node counts in {s.wall_s:.2f} s; at {s.n_nodes} nodes: "
+                     if ps.sizing is not None else "searched ")
+            err.print(f"{sized}{s.valid_plans:,} valid plans on {s.n_devices:,} devices ({s.evaluated:,} priced, "
+                      f"{s.pruned:,} skipped by the memory bound)"
+                      + ("" if ps.sizing is not None else f" in {s.wall_s:.2f} s") + f"; {s.fitting:,} fit",
+                      markup=False)
+        code = 0
+        if ps.sizing is not None:
+            z = ps.sizing
+            if z.n_nodes is not None:
+                err.print(f"sizing: {z.n_nodes} nodes ({z.n_devices:,} devices) is the fewest reaching "
+                          f"{z.target_tokens_per_s:,.0f} tokens/s (best plan: {ps.best.tokens_per_s:,.0f} tokens/s)",
+                          markup=False)
+            else:
+                reached = max((t for _, t in z.tried if t == t), default=float("nan"))
+                err.print(f"sizing: no node count up to {z.max_nodes} reaches {z.target_tokens_per_s:,.0f} tokens/s "
+                          f"(best found {reached:,.0f}); raise --max-nodes", markup=False)
+                code = EXIT_CHECK_FAILED
+        if ps.token_budget is not None and len(ps):
+            secs = ps.token_budget / ps.best.tokens_per_s
+            line = f"training {ps.token_budget:.3g} tokens takes {_fmt_duration(secs)} with the best plan"
+            if ps.price_per_hour is not None:
+                line += f", ≈ ${secs / 3600 * s.n_devices * ps.price_per_hour:,.0f} at ${ps.price_per_hour:g}/device-hour"
+            err.print(line, markup=False)
+        if explain or not len(ps):
+            for line in ps.explain():
+                err.print(("why: " if explain else "") + line, markup=False)
+        if not len(ps):
+            err.print(f"error: no plan fits in {ps.evaluated.limit_bytes / GiB:.1f} GiB per device; what would fit:",
+                      markup=False)
+            for line in advice(w, ps.cluster, opts) or ["nothing found: try a larger cluster"]:
+                err.print(f"  {line}", markup=False)
+            code = EXIT_CHECK_FAILED
+        if code:
+            raise typer.Exit(code)
+
+    @app.command("check")
+    @handle_errors
+    def check_cmd(
+        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
+        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        plan: Optional[str] = typer.Option(None, "--plan", help="check this plan (default: search every plan)"),
+        min_tokens_per_s: Optional[float] = typer.Option(None, "--min-tokens-per-s", help="required throughput"),
+        max_step_time_s: Optional[float] = typer.Option(None, "--max-step-time-s", help="longest allowed step"),
+        max_memory_fraction: Optional[float] = typer.Option(None, "--max-memory-fraction",
+                                                            help="peak memory / device memory (default 1.0: fits)"),
+        min_mfu: Optional[float] = typer.Option(None, "--min-mfu", help="required model FLOPs utilization (0–1)"),
+        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
+        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
+        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key when searching (repeatable)"),
+        allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
+                                                 help="let tensor parallelism span nodes"),
+        junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML report here"),
+        fmt: Format = typer.Option(Format.table, "--format", help="table (text) | json | csv"),
+        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+    ) -> None:
+        """Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input."""
+        import pandas as pd
+
+        from parplan.api import check
+        from parplan.planner.check import junit_xml
+        from parplan.planner.export import to_csv
+
+        _precision(precision)
+        if plan is not None and fix:
+            raise SpecError("--fix pins the search; it cannot be combined with --plan", key="--fix")
+        bar = LazyProgress(not quiet, "checking")
+        try:
+            r = check(model, hw, plan, min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,
+                      max_memory_fraction=max_memory_fraction, min_mfu=min_mfu, fix=fix,
+                      allow_cross_node_tp=allow_cross_node_tp, progress=bar, seq_len=seq_len,
+                      global_batch=global_batch, precision=precision)
+        finally:
+            bar.close()
+        e = r.estimate
+        where = f"{e.workload} on {e.cluster} ({e.n_devices:,} devices)"
+        if fmt == Format.json:
+            emit(to_json(r.to_dict()), output)
+        elif fmt == Format.csv:
+            rows = [{"requirement": x.name, "metric": x.metric, "required": x.required, "actual": x.actual,
+                     "ok": x.ok, "shortfall": x.shortfall, "plan": r.plan.to_string()} for x in r.results]
+            emit(to_csv(pd.DataFrame(rows)), output)
+        else:
+            if r.ok:
+                head = f"PASS  {where}: {r.plan.to_string()}"
+            elif plan is not None:
+                head = f"FAIL  {where}: {r.plan.to_string()}"
+            else:
+                head = (f"FAIL  no plan of {where} meets every requirement ({r.searched:,} searched); "
+                        f"closest: {r.plan.to_string()}")
+            lines = [head] + ["  " + x.line() for x in r.results]
+            emit("\n".join(lines), output)
+        if junit is not None:
+            junit.write_text(junit_xml(r, e.workload, e.cluster), encoding="utf-8")
+            if not quiet:
+                _Err().print(f"wrote {junit}")
+        if not r.ok:
+            raise typer.Exit(EXIT_CHECK_FAILED)

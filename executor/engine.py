@@ -1,0 +1,294 @@
+"""Discrete-event core of the reference executor: ops on sequential streams, transfers on shared links.
+
+A *program* is a static description built once per simulation (``Program``): every operation (``op``) has a kind,
+a stream it runs on (a device's compute stream, a communication stream), a duration (compute) or an amount of
+link work (transfers: seconds the transfer would take alone on its links), dependencies on other ops, and
+optional memory effects.  ``run`` plays it out:
+
+* **Streams** execute their ops in the order they were added (the schedule's order), one at a time; an op starts
+  when its stream is idle and all its dependencies have finished.
+* **Links** are shared resources.  A transfer first waits its latency, then joins its links; the k transfers
+  present on a link share it equally (processor sharing), and a transfer spanning several links progresses at
+  its smallest share.  Every join and leave re-times the transfers in flight on the links concerned (remaining
+  work is settled at the old rate, a new finish time is pushed, the superseded one goes stale).
+* **Events** live on one heap of tuples ``(time, priority, sequence, op)``: priority 0 = the op finishes (at equal
+  times finishes go first, so links and streams are freed before anything joins), 1 = a transfer has waited its
+  latency and joins its links.  The sequence number is a global counter, so equal-time events resolve in a fixed
+  order (first scheduled, first processed) and two runs of one program produce identical timelines.
+
+The hot loop works on flat Python lists indexed by op id (struct of arrays) and heap tuples; starting an op is
+inlined, and a transfer alone on its link takes a fast path — no per-event objects beyond the heap tuple.
+"""
+from __future__ import annotations
+
+import gc
+import heapq
+import itertools
+from dataclasses import dataclass
+
+# op kinds (small ints in the hot loop; names for traces and tables)
+FWD, BWD, WGRAD, P2P_FWD, P2P_BWD, DP_GRAD, DP_PARAM, OPTIMIZER = range(8)
+KIND_NAMES = ("forward", "backward", "wgrad", "p2p_fwd", "p2p_bwd", "dp_grad", "dp_param", "optimizer")
+COMPUTE_KINDS = (FWD, BWD, WGRAD, OPTIMIZER)
+P2P_KINDS = (P2P_FWD, P2P_BWD)
+DP_KINDS = (DP_GRAD, DP_PARAM)
+
+# columns of an op record
+OP_FIELDS = ("kind", "stream", "dur", "lat", "links", "mb", "chunk", "part", "mem_alloc", "mem_free", "tp", "rc")
+
+
+class DeadlockError(RuntimeError):
+    """The program cannot finish: some ops wait on each other (a bug in a schedule generator)."""
+
+
+class Program:
+    """All ops, dependencies, streams and links of one simulation.
+
+    Ops are appended as records (``OP_FIELDS``: kind, stream, duration or link work, latency, link ids or None,
+    micro-batch, chunk, part, bytes allocated at start, bytes freed at end, and the TP-communication and recompute
+    seconds inside a compute op, for accounting); ``column(name)`` gives one field for all ops.
+    """
+
+    def __init__(self) -> None:
+        self.ops: list = []
+        self.dep_from: list = []
+        self.dep_to: list = []
+        self.stream_name: list = []
+        self.stream_device: list = []
+        self.link_name: list = []
+        self.link_device: list = []
+        self._cols: dict | None = None
+
+    def add_stream(self, name: str, device: int) -> int:
+        self.stream_name.append(name)
+        self.stream_device.append(device)
+        return len(self.stream_name) - 1
+
+    def add_link(self, name: str, device: int) -> int:
+        self.link_name.append(name)
+        self.link_device.append(device)
+        return len(self.link_name) - 1
+
+    def add_op(self, kind: int, stream: int, dur: float, links: tuple | None = None, lat: float = 0.0, mb: int = -1,
+               chunk: int = -1, part: int = -1, mem_alloc: float = 0.0, mem_free: float = 0.0, tp: float = 0.0,
+               rc: float = 0.0) -> int:
+        ops = self.ops
+        ops.append((kind, stream, dur, lat, links, mb, chunk, part, mem_alloc, mem_free, tp, rc))
+        self._cols = None
+        return len(ops) - 1
+
+    def dep(self, before: int, after: int) -> None:
+        """``after`` cannot start before ``before`` has finished."""
+        self.dep_from.append(before)
+        self.dep_to.append(after)
+
+    def column(self, name: str) -> tuple:
+        if self._cols is None:
+            gc_was = gc.isenabled()
+            gc.disable()
+            try:
+                self._cols = dict(zip(OP_FIELDS, zip(*self.ops))) if self.ops else {f: () for f in OP_FIELDS}
+            finally:
+                if gc_was:
+                    gc.enable()
+        return self._cols[name]
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+
+@dataclass
+class RunResult:
+    start: list
+    end: list
+    join: list  # transfers: when the latency had elapsed and the transfer joined its links
+    unblocker: list  # the op whose end made this op ready (−1 when none)
+    events: int  # heap events processed (finishes + joins, stale ones included) = events pushed
+
+
+def run(prog: Program) -> RunResult:
+    """Play the program out; see the module docstring for the semantics."""
+    gc_was = gc.isenabled()
+    gc.disable()  # everything here is acyclic; cyclic-GC passes over millions of new objects would dominate
+    try:
+        return _run(prog)
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+def _run(prog: Program) -> RunResult:
+    n = len(prog)
+    ostream = prog.column("stream")
+    dur = prog.column("dur")
+    lat = prog.column("lat")
+    olinks = prog.column("links")
+    ns = len(prog.stream_name)
+    succ: list = [None] * n
+    ndeps = [0] * n
+    for a, b in zip(prog.dep_from, prog.dep_to):
+        sa = succ[a]
+        if sa is None:
+            succ[a] = [b]
+        else:
+            sa.append(b)
+        ndeps[b] += 1
+    empty: tuple = ()
+    succ = [x if x is not None else empty for x in succ]
+    sops: list = [[] for _ in range(ns)]
+    opos = [0] * n
+    for o, s in enumerate(ostream):
+        lst = sops[s]
+        opos[o] = len(lst)
+        lst.append(o)
+    for lst in sops:
+        lst.append(-1)  # sentinel: no next op
+    spos = [0] * ns
+    sbusy = [False] * ns
+    lact: list = [[] for _ in range(len(prog.link_name))]
+
+    start = [0.0] * n
+    end = [-1.0] * n
+    join = [0.0] * n
+    unblk = [-1] * n
+    xrem = [0.0] * n
+    xt = [0.0] * n
+    xrate = [0.0] * n
+    expect = [-1] * n
+
+    heap: list = []
+    push = heapq.heappush
+    pop = heapq.heappop
+    nxt = itertools.count().__next__
+
+    def retime(ls, t, leaving, joining):
+        """Settle remaining work on links ``ls`` at the old rates, change membership, push new finish times."""
+        if len(ls) == 1:
+            a = lact[ls[0]]
+            if joining >= 0 and not a:  # fast path: alone on an idle link
+                a.append(joining)
+                xrem[joining] = dur[joining]
+                xt[joining] = t
+                xrate[joining] = 1.0
+                sq = nxt()
+                expect[joining] = sq
+                push(heap, (t + dur[joining], 0, sq, joining))
+                return
+            if leaving >= 0 and len(a) == 1:  # fast path: the last one leaves
+                a.clear()
+                return
+        for lk in ls:
+            for x in lact[lk]:
+                if xt[x] != t:
+                    r = xrem[x] - (t - xt[x]) * xrate[x]
+                    xrem[x] = r if r > 0.0 else 0.0
+                    xt[x] = t
+        for lk in ls:
+            if leaving >= 0:
+                lact[lk].remove(leaving)
+            if joining >= 0:
+                lact[lk].append(joining)
+        if joining >= 0:
+            xrem[joining] = dur[joining]
+            xt[joining] = t
+            xrate[joining] = 0.0
+        for lk in ls:
+            for x in lact[lk]:
+                lx = olinks[x]
+                if len(lx) == 1:
+                    rate = 1.0 / len(lact[lx[0]])
+                else:
+                    rate = 1.0 / max(len(lact[k]) for k in lx)
+                if rate != xrate[x]:
+                    xrate[x] = rate
+                    sq = nxt()
+                    expect[x] = sq
+                    push(heap, (t + xrem[x] / rate, 0, sq, x))
+
+    def begin_transfer(o, t):
+        if lat[o] > 0.0:
+            push(heap, (t + lat[o], 1, nxt(), o))
+        else:
+            join[o] = t
+            retime(olinks[o], t, -1, o)
+
+    # ops without dependencies at the head of their stream start at t = 0
+    for s in range(ns):
+        o = sops[s][0]
+        if o >= 0 and ndeps[o] == 0:
+            spos[s] = 1
+            sbusy[s] = True
+            if olinks[o] is None:
+                push(heap, (dur[o], 0, nxt(), o))
+            else:
+                begin_transfer(o, 0.0)
+
+    while heap:
+        t, pr, sq, o = pop(heap)
+        if pr:  # a transfer's latency has elapsed: it joins its links
+            join[o] = t
+            retime(olinks[o], t, -1, o)
+            continue
+        ls = olinks[o]
+        if ls is not None:
+            if sq != expect[o]:
+                continue  # superseded by a re-timing
+            if len(ls) == 1 and len(lact[ls[0]]) == 1:
+                lact[ls[0]].clear()  # the last transfer leaves its link
+            else:
+                retime(ls, t, o, -1)
+        end[o] = t
+        s = ostream[o]
+        for j in succ[o]:
+            d = ndeps[j] - 1
+            ndeps[j] = d
+            if d == 0:
+                unblk[j] = o
+                sj = ostream[j]
+                if sj != s and not sbusy[sj] and spos[sj] == opos[j]:
+                    spos[sj] += 1
+                    sbusy[sj] = True
+                    start[j] = t
+                    lj = olinks[j]
+                    if lj is None:
+                        push(heap, (t + dur[j], 0, nxt(), j))
+                    elif lat[j] == 0.0 and len(lj) == 1 and not lact[lj[0]]:
+                        join[j] = t  # alone on an idle link
+                        lact[lj[0]].append(j)
+                        xrem[j] = dur[j]
+                        xt[j] = t
+                        xrate[j] = 1.0
+                        sq = nxt()
+                        expect[j] = sq
+                        push(heap, (t + dur[j], 0, sq, j))
+                    else:
+                        begin_transfer(j, t)
+        pos = spos[s]
+        j = sops[s][pos]
+        if j >= 0 and ndeps[j] == 0:
+            spos[s] = pos + 1
+            start[j] = t
+            lj = olinks[j]
+            if lj is None:
+                push(heap, (t + dur[j], 0, nxt(), j))
+            elif lat[j] == 0.0 and len(lj) == 1 and not lact[lj[0]]:
+                join[j] = t
+                lact[lj[0]].append(j)
+                xrem[j] = dur[j]
+                xt[j] = t
+                xrate[j] = 1.0
+                sq = nxt()
+                expect[j] = sq
+                push(heap, (t + dur[j], 0, sq, j))
+            else:
+                begin_transfer(j, t)
+        else:
+            sbusy[s] = False
+
+    if n and min(end) < 0.0:
+        stuck = [o for o in range(n) if end[o] < 0.0]
+        o = stuck[0]
+        rec = prog.ops[o]
+        raise DeadlockError(f"{len(stuck)} of {n} ops never ran; first: {KIND_NAMES[rec[0]]} mb={rec[5]} "
+                            f"chunk={rec[6]} on stream {prog.stream_name[rec[1]]} ({ndeps[o]} unmet dependencies)")
+    return RunResult(start=start, end=end, join=join, unblocker=unblk, events=nxt())

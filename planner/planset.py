@@ -1,0 +1,257 @@
+"""``suggest``: search, rank and package the best plans as a ``PlanSet``; advice when nothing fits."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import numpy as np
+import pandas as pd
+
+from parplan.errors import SpecError
+from parplan.hardware.types import Cluster
+from parplan.models.estimate import Estimate, estimate_from_arrays
+from parplan.models.training import PlanArrays
+from parplan.planner import explain as _explain
+from parplan.planner.export import frame as _frame
+from parplan.planner.export import records
+from parplan.planner.search import OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, rank, run_search
+from parplan.planner.sizing import (SizingResult, find_nodes, parse_duration, parse_tokens,
+                                    scale_cluster, size_for_target)
+from parplan.planner.space import fix_string
+from parplan.workloads.transformer import Workload
+
+DEFAULT_TOP = 10
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    n_devices: int
+    n_nodes: int
+    factorizations: int  # (dp, tp, pp, cp) factorizations of the device count
+    valid_plans: int  # plans every rule admits
+    evaluated: int  # plans priced by the full cost model
+    pruned: int  # plans skipped because their model state alone exceeds the memory limit
+    fitting: int  # plans within the memory limit (ranked)
+    wall_s: float
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class PlanSet:
+    """The ranked plans of one search: iterable of ``Estimate`` (best first), ``len``, ``.best``, ``.to_frame()``."""
+
+    def __init__(self, ev: Evaluated, order: np.ndarray, objective: str, *, price_per_hour: float | None = None,
+                 sizing: SizingResult | None = None, token_budget: float | None = None, wall_s: float = 0.0):
+        self.evaluated = ev
+        self.workload: Workload = ev.workload
+        self.cluster: Cluster = ev.cluster
+        self.objective = objective
+        self.price_per_hour = price_per_hour
+        self.sizing = sizing
+        self.token_budget = token_budget
+        self.indices = np.asarray(order, dtype=np.int64)  # into the space, best first
+        self.plans: PlanArrays = ev.space.plans.subset(self.indices)
+        self.results = evaluate_plans(ev.workload, ev.hw, self.plans)
+        self._estimates: Optional[list[Estimate]] = None
+        self.stats = SearchStats(n_devices=ev.cluster.n_devices, n_nodes=ev.cluster.group.nodes,
+                                 factorizations=ev.space.factorizations, valid_plans=ev.n_valid,
+                                 evaluated=ev.n_evaluated, pruned=ev.n_valid - ev.n_evaluated, fitting=ev.n_fitting,
+                                 wall_s=wall_s or ev.wall_s)
+
+    # --- sequence of Estimate ------------------------------------------------------------------------------
+    @property
+    def estimates(self) -> list[Estimate]:
+        if self._estimates is None:
+            self._estimates = [estimate_from_arrays(self.workload, self.cluster, self.plans.plan(i), self.results, i,
+                                                    self.evaluated.eff.provenance) for i in range(len(self.indices))]
+        return self._estimates
+
+    def __len__(self) -> int:
+        return int(self.indices.size)
+
+    def __iter__(self) -> Iterator[Estimate]:
+        return iter(self.estimates)
+
+    def __getitem__(self, i: int) -> Estimate:
+        return self.estimates[i]
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    @property
+    def best(self) -> Optional[Estimate]:
+        return self.estimates[0] if len(self) else None
+
+    # --- export --------------------------------------------------------------------------------------------
+    def to_frame(self) -> pd.DataFrame:
+        """The ranked plans, columns ``parplan.planner.EXPORT_COLUMNS``."""
+        return _frame(self.plans, self.results, workload=self.workload.name, cluster=self.cluster.name,
+                      n_nodes=self.cluster.group.nodes, n_devices=self.cluster.n_devices,
+                      price_per_hour=self.price_per_hour)
+
+    def to_dict(self) -> dict:
+        out = {"workload": self.workload.name, "cluster": self.cluster.name, "n_nodes": self.cluster.group.nodes,
+               "n_devices": self.cluster.n_devices, "objective": self.objective,
+               "fixed": fix_string(self.evaluated.options.fix),
+               "memory_headroom": self.evaluated.options.memory_headroom, "price_per_hour": self.price_per_hour,
+               "search": self.stats.to_dict()}
+        if self.sizing is not None:
+            out["sizing"] = self.sizing.to_dict()
+        if self.token_budget is not None and len(self):
+            b = self.best
+            out["token_budget"] = self.token_budget
+            out["training_time_s"] = self.token_budget / b.tokens_per_s
+            if self.price_per_hour is not None:
+                out["training_cost_usd"] = (self.token_budget / b.tokens_per_s / 3600.0 * self.cluster.n_devices
+                                            * self.price_per_hour)
+        out["plans"] = records(self.to_frame())
+        return out
+
+    # --- explanations --------------------------------------------------------------------------------------
+    def explain(self) -> list[str]:
+        """Why the best beats the runner-up, and the excluded/infeasible plans by reason."""
+        lines = []
+        if len(self) >= 2:
+            lines.append(_explain.compare(self[0], self[1], self.objective))
+        elif len(self) == 1:
+            lines.append("only one plan fits")
+        lines.extend(_explain.infeasibility(self.evaluated))
+        return lines
+
+
+def _price(cluster: Cluster, price_per_hour: float | None) -> float | None:
+    if price_per_hour is not None:
+        if not float(price_per_hour) > 0:
+            raise SpecError(f"bad value {price_per_hour!r}: must be > 0", key="--price-per-hour")
+        return float(price_per_hour)
+    return cluster.group.device.price_per_hour
+
+
+def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None = None, top: int = DEFAULT_TOP,
+                  options: SearchOptions | None = None, price_per_hour: float | None = None,
+                  target_tokens_per_s: float | None = None, deadline=None, token_budget=None,
+                  max_nodes: int | None = None, progress=None) -> PlanSet:
+    """Search and rank (see ``parplan.api.suggest``)."""
+    t0 = time.perf_counter()
+    options = options or SearchOptions()
+    budget = parse_tokens(token_budget) if token_budget is not None else None
+    deadline_s = parse_duration(deadline) if deadline is not None else None
+    if target_tokens_per_s is not None and not float(target_tokens_per_s) > 0:
+        raise SpecError(f"bad value {target_tokens_per_s!r}: must be > 0", key="--target-tokens-per-s")
+    if deadline_s is not None and target_tokens_per_s is not None:
+        raise SpecError("give either a throughput target or a deadline with a token budget, not both",
+                        key="--deadline")
+    if deadline_s is not None and budget is None:
+        raise SpecError("a deadline needs a token budget", key="--deadline", hint="add --token-budget, e.g. 15T")
+    target = float(target_tokens_per_s) if target_tokens_per_s is not None else (
+        budget / deadline_s if deadline_s is not None else None)
+    if objective is None:
+        objective = "devices" if target is not None else "throughput"
+    if objective not in OBJECTIVES:
+        raise SpecError(f"unknown objective {objective!r}", key="--objective", allowed=list(OBJECTIVES))
+    if objective == "devices" and target is None:
+        raise SpecError("the devices objective needs a target", key="--objective",
+                        hint="give --target-tokens-per-s, or --deadline with --token-budget")
+    if objective != "devices" and target is not None:
+        raise SpecError(f"a throughput target or deadline sizes the cluster: it needs --objective devices, "
+                        f"not {objective}", key="--objective")
+    if top < 0:
+        raise SpecError(f"bad value {top}: must be ≥ 0 (0 = every fitting plan)", key="--top")
+    if cluster.is_homogeneous is False:
+        from parplan.planner.search import check_cluster
+
+        check_cluster(cluster)
+    price = _price(cluster, price_per_hour)
+    if objective == "cost" and price is None:
+        raise SpecError(f"the cost objective needs a price: device {cluster.group.device.id} has no cited "
+                        "price_per_hour in the catalog", key="--objective",
+                        hint="pass --price-per-hour X (USD per device-hour, your own figure)")
+    sizing = None
+    if objective == "devices":
+        max_n = int(max_nodes) if max_nodes is not None else cluster.group.nodes
+        if max_n < 1:
+            raise SpecError(f"bad value {max_nodes!r}: must be ≥ 1", key="--max-nodes")
+        options.validate()
+        sizing, ev = size_for_target(workload, cluster, options, target, max_n, progress=progress)
+        if ev is None:
+            # not reachable: rank the plans of the largest node count searched, so the caller can show them
+            ev = run_search(workload, scale_cluster(cluster, max_n), options)
+        sizing.deadline_s, sizing.token_budget = deadline_s, budget
+    else:
+        cb = None if progress is None else (lambda done, total: progress(done, total, None))
+        ev = run_search(workload, cluster, options, progress=cb)
+    if len(ev.space) == 0:
+        raise SpecError(no_valid_plan_message(ev), key="plan")
+    order = rank(ev, objective, price)
+    if top:
+        order = order[:top]
+    return PlanSet(ev, order, objective, price_per_hour=price, sizing=sizing, token_budget=budget,
+                   wall_s=time.perf_counter() - t0)
+
+
+def no_valid_plan_message(ev: Evaluated) -> str:
+    sp = ev.space
+    fx = fix_string(ev.options.fix)
+    reasons = {**{k: v for k, v in sp.excluded_factorizations.items() if v},
+               **{k: v for k, v in sp.excluded_plans.items() if v}}
+    top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3]
+    why = "; ".join(sp.rule_text[k] for k, _ in top) or "no factorization"
+    return (f"no valid plan for {ev.workload.name} on {sp.n_devices} devices" + (f" with {fx}" if fx else "")
+            + f" ({why})")
+
+
+def advice(workload: Workload, cluster: Cluster, options: SearchOptions, max_extra_nodes_factor: int = 64) -> list[str]:
+    """What would make something fit, when nothing does: more nodes, another precision, a smaller batch,
+    recompute=full, fewer pins, no headroom.  Each line is the result of a search."""
+    from parplan.workloads.loader import load_workload
+
+    out = []
+    g = cluster.group
+    # more devices: the smallest node count on which some plan fits
+    n, ev = find_nodes(workload, cluster, options, lambda e: bool(e.fits.any()), g.nodes + 1,
+                       g.nodes * max_extra_nodes_factor, max_scan=64)
+    if n is not None:
+        b = ev.space.plans.plan(int(rank(ev)[0]))
+        out.append(f"more devices: {n} nodes ({n * g.devices_per_node} devices) is the smallest node count where a "
+                   f"plan fits, e.g. {b.to_string()}")
+    else:
+        out.append(f"more devices: nothing fits on up to {g.nodes * max_extra_nodes_factor} nodes")
+    job = workload.training
+    for prec in ("bf16", "fp8", "fp16"):
+        if prec == job.precision or not g.device.supports(prec):
+            continue
+        try:
+            ev = run_search(load_workload(workload, precision=prec), cluster, options)
+        except SpecError:
+            continue
+        if ev.fits.any():
+            out.append(f"precision {prec}: {int(ev.fits.sum()):,} plans fit (--precision {prec})")
+    B = job.global_batch
+    for k in range(1, 12):
+        b2 = B >> k
+        if b2 < 1:
+            break
+        ev = run_search(load_workload(workload, global_batch=b2), cluster, options)
+        if ev.fits.any():
+            out.append(f"smaller batch: --global-batch {b2} lets {int(ev.fits.sum()):,} plans fit")
+            break
+    fix = dict(options.fix)
+    if "recompute" in fix and fix["recompute"] != 2:
+        o2 = SearchOptions(**{**options.__dict__, "fix": {**fix, "recompute": 2}})
+        ev = run_search(workload, cluster, o2)
+        if ev.fits.any():
+            out.append(f"recompute=full: {int(ev.fits.sum()):,} plans fit (--fix recompute=full)")
+    if fix:
+        o2 = SearchOptions(**{**options.__dict__, "fix": {}})
+        ev = run_search(workload, cluster, o2)
+        if ev.fits.any():
+            b = ev.space.plans.plan(int(rank(ev)[0]))
+            out.append(f"without --fix {fix_string(fix)}: {int(ev.fits.sum()):,} plans fit, best {b.to_string()}")
+    if options.memory_headroom > 0:
+        o2 = SearchOptions(**{**options.__dict__, "memory_headroom": 0.0})
+        ev = run_search(workload, cluster, o2)
+        if ev.fits.any():
+            out.append(f"no headroom: with --memory-headroom 0, {int(ev.fits.sum()):,} plans fit")
+    return out

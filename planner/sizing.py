@@ -1,0 +1,180 @@
+"""Sizing: the fewest whole nodes (of the cluster's node type) on which some plan reaches a throughput target, and
+the smallest node count on which anything fits.
+
+Node counts searched: ``n_start`` … ``max_nodes``, where ``n_start`` is the 100 %-MFU bound (no plan can beat the
+device's dense peak: ``tokens/s ≤ devices × peak / model FLOPs per token``).  First the powers of two from
+``n_start`` (and ``max_nodes`` itself) are searched upwards until one reaches the target (``n_hi``); then every node
+count in ``[n_start, n_hi)`` that admits a valid (dp, tp, pp, cp) factorization is searched in ascending order, and
+the first that reaches the target is the answer.  If no power of two up to ``max_nodes`` (nor ``max_nodes``)
+reaches the target, the target is reported unreachable within ``max_nodes``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+import numpy as np
+
+from parplan.errors import SpecError
+from parplan.hardware.types import Cluster
+from parplan.models.training import PlanArrays, evaluate, hardware_context
+from parplan.planner.search import Evaluated, SearchOptions, run_search
+from parplan.planner.space import factorizations
+from parplan.workloads.transformer import Workload
+
+_DURATION = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+_TOKENS = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+_NUM = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def parse_duration(text, key: str = "--deadline") -> float:
+    """Seconds from ``3600``, ``"90m"``, ``"12h"``, ``"30d"`` or ``"2w"``."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        m = _NUM.match(str(text))
+        if not m or m.group(2) not in ("", *_DURATION):
+            raise SpecError(f"cannot read duration {text!r}", key=key, hint='write seconds or e.g. "30d", "12h"')
+        value, unit = float(m.group(1)), m.group(2)
+    out = value * (_DURATION[unit] if unit else 1.0)
+    if not out > 0:
+        raise SpecError(f"must be > 0, got {text!r}", key=key)
+    return out
+
+
+def parse_tokens(text, key: str = "--token-budget") -> float:
+    """Tokens from ``2e12``, ``"15T"``, ``"300B"`` (K, M, B/G, T, P = 10^3 … 10^15)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        m = _NUM.match(str(text))
+        if not m or m.group(2) not in _TOKENS:
+            raise SpecError(f"cannot read token count {text!r}", key=key, hint='write e.g. "15T", "300B" or 2e12')
+        value, unit = float(m.group(1)), m.group(2)
+    out = value * _TOKENS[unit]
+    if not out > 0:
+        raise SpecError(f"must be > 0, got {text!r}", key=key)
+    return out
+
+
+def scale_cluster(cluster: Cluster, nodes: int) -> Cluster:
+    """The same node type with ``nodes`` nodes (named ``NAME[n nodes]`` when the count differs)."""
+    g = cluster.group
+    if nodes == g.nodes:
+        return cluster
+    return replace(cluster, name=f"{cluster.name}[{nodes} nodes]", groups=(replace(g, nodes=int(nodes)),))
+
+
+def model_flops_per_token(workload: Workload, cluster: Cluster) -> float:
+    hw = hardware_context(cluster.group, workload.training.precision)
+    one = np.ones(1, dtype=np.int64)
+    P = PlanArrays(dp=one, tp=one, pp=one, cp=one, mbs=one, vpp=one, zero=0 * one, recompute=0 * one,
+                   sp=np.zeros(1, dtype=bool))
+    with np.errstate(all="ignore"):
+        flops = float(np.asarray(evaluate(workload.model, workload.training, hw, P)["model_flops_per_step"])[0])
+    return flops / float(workload.training.tokens_per_step)
+
+
+def has_factorization(workload: Workload, cluster: Cluster, nodes: int, options: SearchOptions) -> bool:
+    g = cluster.group
+    tp, *_ = factorizations(workload, nodes * g.devices_per_node, g.devices_per_node, fix=options.fix,
+                            allow_cross_node_tp=options.allow_cross_node_tp)
+    return tp.size > 0
+
+
+@dataclass
+class SizingResult:
+    target_tokens_per_s: float
+    n_nodes: Optional[int]  # None: not reached within max_nodes
+    devices_per_node: int
+    max_nodes: int
+    n_start: int  # node counts below this cannot reach the target (100 %-MFU bound)
+    tried: list = field(default_factory=list)  # (nodes, best tokens/s among fitting plans or nan)
+    deadline_s: Optional[float] = None
+    token_budget: Optional[float] = None
+
+    @property
+    def n_devices(self) -> Optional[int]:
+        return None if self.n_nodes is None else self.n_nodes * self.devices_per_node
+
+    def to_dict(self) -> dict:
+        return {"target_tokens_per_s": self.target_tokens_per_s, "n_nodes": self.n_nodes,
+                "n_devices": self.n_devices, "devices_per_node": self.devices_per_node, "max_nodes": self.max_nodes,
+                "deadline_s": self.deadline_s, "token_budget": self.token_budget,
+                "node_counts_searched": [{"nodes": n, "best_tokens_per_s": (None if math.isnan(t) else t)}
+                                         for n, t in self.tried]}
+
+
+def best_tokens_per_s(ev: Evaluated) -> float:
+    if not ev.fits.any():
+        return float("nan")
+    return float(np.max(ev.metrics["tokens_per_s"][ev.fits]))
+
+
+def find_nodes(workload: Workload, cluster: Cluster, options: SearchOptions, predicate: Callable[[Evaluated], bool],
+               n_start: int, max_nodes: int, progress=None, tried: list | None = None,
+               max_scan: int | None = None) -> tuple[Optional[int], Optional[Evaluated]]:
+    """Smallest node count in [n_start, max_nodes] whose search satisfies ``predicate`` (see module docstring)."""
+    tried = tried if tried is not None else []
+    cache: dict[int, Evaluated] = {}
+
+    def search(n: int) -> Evaluated:
+        if n not in cache:
+            ev = run_search(workload, scale_cluster(cluster, n), options)
+            cache[n] = ev
+            tried.append((n, best_tokens_per_s(ev)))
+        return cache[n]
+
+    n_start = max(1, int(n_start))
+    if n_start > max_nodes:
+        return None, None
+    ladder = []
+    k = 1 << max(0, math.ceil(math.log2(n_start)))
+    if n_start not in ladder:
+        ladder.append(n_start)
+    while k <= max_nodes:
+        if k > n_start:
+            ladder.append(k)
+        k *= 2
+    if ladder[-1] != max_nodes:
+        ladder.append(max_nodes)
+    n_hi = None
+    step = 0
+    for n in ladder:
+        step += 1
+        if progress:
+            progress(step, len(ladder), n)
+        if not has_factorization(workload, cluster, n, options):
+            continue
+        if predicate(search(n)):
+            n_hi = n
+            break
+    if n_hi is None:
+        return None, None
+    below = [n for n in range(n_start, n_hi) if n not in cache and has_factorization(workload, cluster, n, options)]
+    if max_scan is not None and len(below) > max_scan:
+        below = []  # too many to scan exactly: report the ladder point (an upper bound)
+    for i, n in enumerate(below):
+        if progress:
+            progress(i + 1, len(below), n)
+        if predicate(search(n)):
+            return n, cache[n]
+    return n_hi, cache[n_hi]
+
+
+def size_for_target(workload: Workload, cluster: Cluster, options: SearchOptions, target_tokens_per_s: float,
+                    max_nodes: int, progress=None) -> tuple[SizingResult, Optional[Evaluated]]:
+    g = cluster.group
+    fpt = model_flops_per_token(workload, cluster)
+    peak = hardware_context(g, workload.training.precision).peak_flops_per_s
+    n_start = max(1, math.ceil(target_tokens_per_s * fpt / peak / g.devices_per_node * (1.0 - 1e-12)))
+    res = SizingResult(target_tokens_per_s=float(target_tokens_per_s), n_nodes=None,
+                       devices_per_node=g.devices_per_node, max_nodes=int(max_nodes), n_start=n_start)
+    n, ev = find_nodes(workload, cluster, options,
+                       lambda e: best_tokens_per_s(e) >= target_tokens_per_s, n_start, max_nodes,
+                       progress=progress, tried=res.tried)
+    res.n_nodes = n
+    res.tried.sort()
+    return res, ev

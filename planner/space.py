@@ -1,0 +1,312 @@
+"""The search space: every valid parallel plan of a dense training job on a homogeneous cluster, built with numpy.
+
+Axes: every (dp, tp, pp, cp) factorization of the device count, the micro-batch size ``mbs``, the interleaving
+degree ``vpp``, ``zero`` 0–3, ``recompute`` none/selective/full and sequence parallelism ``sp``.  ``ep`` is always 1
+(dense models).  The rules below are the constraints real frameworks (Megatron-LM, NeMo, DeepSpeed, FSDP) impose;
+every plan they let through passes ``parplan.models.estimate.validate_plan`` (a test checks it), so the search and
+``parplan estimate`` accept the same plans.
+
+Factorization rules (counted per factorization in ``Space.excluded``):
+
+* ``tp`` divides ``heads`` and ``kv_heads`` (each rank owns whole attention heads and whole KV groups);
+* ``tp`` ≤ devices per node (tensor parallelism stays on NVLink) unless ``allow_cross_node_tp``; then a ``tp`` larger
+  than a node must be a multiple of the node size (no node is shared unevenly);
+* ``pp`` ≤ layers.  **Uneven layer split:** ``pp`` need not divide ``layers`` when ``vpp = 1``: every stage gets
+  ⌊L/pp⌋ layers and the ``L mod pp`` extra layers go to the first stages (what the cost model prices; Megatron-LM's
+  ``--decoder-first-pipeline-num-layers`` and NeMo's uneven split do the same); interleaving (``vpp > 1``) needs
+  ``L % (pp·vpp) == 0`` (equal model chunks);
+* ``cp > 1`` needs ``seq_len`` divisible by ``2·cp`` (load-balanced causal context parallelism);
+* ``global_batch`` divisible by ``dp`` (and, below, by ``dp·mbs``).
+
+Knob rules (counted per plan):
+
+* ``mbs`` ≤ ``max_mbs`` (default 32; a pinned ``--fix mbs=…`` is searched whatever its size) and
+  ``global_batch % (dp·mbs) == 0``;
+* ``vpp > 1`` only with ``pp > 1``, ``L % (pp·vpp) == 0`` and micro-batches per pipeline ``m % pp == 0``;
+* ``zero > 0`` only when the gradient group ``dp·cp`` has more than one rank (sharding over one rank is plain data
+  parallelism; the cost model would otherwise credit ZeRO-2's 16-bit gradients for free);
+* ``sp = true`` only with ``tp > 1`` (sequence parallelism splits over the TP ranks).
+
+``fix`` pins any plan key to one value (``--fix tp=8``); a pinned value that no rule admits leaves an empty space.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import gcd
+from typing import Optional
+
+import numpy as np
+
+from parplan.errors import SpecError, did_you_mean
+from parplan.models.plan import PLAN_KEYS, RECOMPUTE
+from parplan.models.training import PlanArrays
+from parplan.workloads.transformer import Workload
+
+DEFAULT_MAX_MBS = 32
+ZERO_LEVELS = (0, 1, 2, 3)
+
+# names of the exclusion reasons, in the order they are attributed (the first rule a plan breaks is counted)
+FACTOR_RULES = ("tp_heads", "tp_node", "pp_layers", "cp_seq", "batch_dp", "fixed")
+KNOB_RULES = ("mbs_batch", "vpp", "zero_dp1", "sp_tp1", "fixed")
+
+
+@dataclass
+class Space:
+    """Valid plans and what the rules excluded.
+
+    Layout: ``rows`` (one per valid factorization × mbs × vpp) × a dense block of knob values (``zero_vals`` ×
+    ``rc_vals`` × ``sp_vals``), ``mask`` (rows, zero, recompute, sp) marking the valid cells.  ``plans`` is the flat
+    struct of arrays of the valid cells in row-major order (deterministic: ascending tp, pp, cp, then mbs, vpp,
+    zero, recompute, sp); ``row_of`` maps each plan to its row.  ``grid()`` gives broadcastable ``PlanArrays``
+    (rows along axis 0, knobs along axes 1–3) so that the cost model computes row-only terms once per row.
+    """
+
+    plans: Optional[PlanArrays]
+    n_devices: int
+    factorizations: int  # (dp, tp, pp, cp) factorizations of the device count before any rule
+    excluded_factorizations: dict[str, int] = field(default_factory=dict)
+    excluded_plans: dict[str, int] = field(default_factory=dict)
+    rule_text: dict[str, str] = field(default_factory=dict)
+    rows: Optional[PlanArrays] = None
+    zero_vals: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rc_vals: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    sp_vals: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    mask: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 0, 0), dtype=bool))
+    row_of: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.plans)
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.mask.shape[0])
+
+    def grid(self, rows=slice(None)) -> PlanArrays:
+        """Broadcastable plans of the given rows: row axes shaped (n, 1, 1, 1), knobs (1, Z, 1, 1) etc."""
+        R = self.rows
+
+        def col(a):
+            return a[rows].reshape(-1, 1, 1, 1)
+
+        return PlanArrays(dp=col(R.dp), tp=col(R.tp), pp=col(R.pp), cp=col(R.cp), mbs=col(R.mbs), vpp=col(R.vpp),
+                          zero=self.zero_vals.reshape(1, -1, 1, 1), recompute=self.rc_vals.reshape(1, 1, -1, 1),
+                          sp=self.sp_vals.reshape(1, 1, 1, -1))
+
+    def valid_cells(self, rows=slice(None)) -> np.ndarray:
+        """Flat indices of the valid cells in the grid of ``rows`` (row-major)."""
+        return np.flatnonzero(self.mask[rows])
+
+    def flat(self, G: PlanArrays, rows=slice(None), nz: np.ndarray | None = None) -> PlanArrays:
+        """The valid cells of a grid (or of any array broadcastable to it) as flat arrays, in plan order."""
+        nz = self.valid_cells(rows) if nz is None else nz
+        return PlanArrays(**{k: self.cells(getattr(G, k), rows, nz) for k in PlanArrays.__dataclass_fields__})
+
+    def cells(self, a, rows=slice(None), nz: np.ndarray | None = None) -> np.ndarray:
+        """Flat valid cells of one array broadcastable to the grid of ``rows``."""
+        shape = self.mask[rows].shape
+        nz = self.valid_cells(rows) if nz is None else nz
+        return np.broadcast_to(np.asarray(a), shape).reshape(-1)[nz]
+
+
+def divisors(n: int) -> np.ndarray:
+    n = int(n)
+    small = np.arange(1, int(np.sqrt(n)) + 1, dtype=np.int64)
+    small = small[n % small == 0]
+    return np.unique(np.concatenate([small, n // small]))
+
+
+def parse_fix(items) -> dict:
+    """``["tp=8", "pp=4"]``, ``"tp=8,pp=4"`` or a mapping → ``{"tp": 8, "pp": 4}`` (typed like ``Plan``)."""
+    if items is None:
+        return {}
+    if isinstance(items, dict):
+        pairs = list(items.items())
+    else:
+        if isinstance(items, str):
+            items = [items]
+        pairs = []
+        for item in items:
+            for part in str(item).split(","):
+                part = part.strip()
+                if not part:
+                    continue
+                if "=" not in part:
+                    raise SpecError(f"expected key=value, got {part!r}", key="--fix", hint="write e.g. --fix tp=8")
+                k, _, v = part.partition("=")
+                pairs.append((k.strip(), v.strip()))
+    out: dict = {}
+    for k, v in pairs:
+        if k not in PLAN_KEYS:
+            raise SpecError(f"unknown plan key {k!r}", key="--fix", allowed=list(PLAN_KEYS), hint=did_you_mean(k, PLAN_KEYS))
+        if k in out:
+            raise SpecError(f"key {k!r} fixed twice", key="--fix")
+        if k == "recompute":
+            if v not in RECOMPUTE:
+                raise SpecError(f"bad value {v!r}", key="--fix recompute", allowed=list(RECOMPUTE),
+                                hint=did_you_mean(str(v), RECOMPUTE))
+            out[k] = RECOMPUTE.index(v)
+        elif k == "sp":
+            if isinstance(v, bool):
+                out[k] = v
+            elif str(v).lower() in ("true", "1", "yes", "on"):
+                out[k] = True
+            elif str(v).lower() in ("false", "0", "no", "off"):
+                out[k] = False
+            else:
+                raise SpecError(f"bad value {v!r}", key="--fix sp", allowed=["true", "false"])
+        else:
+            try:
+                iv = int(v)
+                if isinstance(v, float) and iv != v:
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise SpecError(f"bad value {v!r}: expected a whole number", key=f"--fix {k}") from None
+            if k == "zero" and iv not in ZERO_LEVELS:
+                raise SpecError(f"bad value {iv}", key="--fix zero", allowed=["0", "1", "2", "3"])
+            if k != "zero" and iv < 1:
+                raise SpecError(f"bad value {iv}: must be ≥ 1", key=f"--fix {k}")
+            if k == "ep" and iv != 1:
+                raise SpecError(f"ep={iv} needs a mixture-of-experts workload; the planner prices dense models",
+                                key="--fix ep", allowed=["1"])
+            out[k] = iv
+    return out
+
+
+def fix_string(fix: dict) -> str:
+    parts = []
+    for k in PLAN_KEYS:
+        if k in fix:
+            v = fix[k]
+            if k == "recompute":
+                v = RECOMPUTE[v]
+            elif k == "sp":
+                v = "true" if v else "false"
+            parts.append(f"{k}={v}")
+    return ",".join(parts)
+
+
+def factorizations(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
+                   allow_cross_node_tp: bool = False):
+    """Valid (tp, pp, cp, dp) factorizations of the device count (arrays, ascending tp, pp, cp), the number before
+    any rule, and how many each rule excluded."""
+    fix = fix or {}
+    mdl, job = workload.model, workload.training
+    L, B, s = int(mdl.layers), int(job.global_batch), int(job.seq_len)
+    N, dpn = int(n_devices), int(devices_per_node)
+    head_g = gcd(int(mdl.heads), int(mdl.kv_heads))
+    d = divisors(N)
+    tp, pp, cp = (a.ravel() for a in np.meshgrid(d, d, d, indexing="ij"))
+    keep = (N % (tp * pp * cp)) == 0
+    tp, pp, cp = tp[keep], pp[keep], cp[keep]
+    dp = N // (tp * pp * cp)
+    n_fact = int(tp.shape[0])
+    rules = [
+        ("tp_heads", (head_g % tp) == 0),
+        ("tp_node", ((tp <= dpn) | ((tp % dpn) == 0)) if allow_cross_node_tp else (tp <= dpn)),
+        ("pp_layers", pp <= L),
+        ("cp_seq", (cp == 1) | ((s % (2 * cp)) == 0)),
+        ("batch_dp", (B % dp) == 0),
+    ]
+    fmask = np.ones(n_fact, dtype=bool)
+    for key, arr in (("dp", dp), ("tp", tp), ("pp", pp), ("cp", cp)):
+        if key in fix:
+            fmask &= arr == fix[key]
+    rules.append(("fixed", fmask))
+    alive = np.ones(n_fact, dtype=bool)
+    excl_f: dict[str, int] = {}
+    for key, ok in rules:
+        excl_f[key] = int((alive & ~ok).sum())
+        alive &= ok
+    return tp[alive], pp[alive], cp[alive], dp[alive], n_fact, excl_f
+
+
+def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
+                allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS) -> Space:
+    """Enumerate every valid plan (see the module docstring for the rules)."""
+    fix = dict(fix or {})
+    mdl, job = workload.model, workload.training
+    L, B, s = int(mdl.layers), int(job.global_batch), int(job.seq_len)
+    N, dpn = int(n_devices), int(devices_per_node)
+    rule_text = {
+        "tp_heads": f"tp does not divide heads={mdl.heads} and kv_heads={mdl.kv_heads}",
+        "tp_node": (f"tp spans nodes unevenly ({dpn} devices per node)" if allow_cross_node_tp
+                    else f"tp > {dpn} devices per node (allow with --allow-cross-node-tp)"),
+        "pp_layers": f"pp > {L} layers",
+        "cp_seq": f"seq_len={s} not divisible by 2·cp",
+        "batch_dp": f"global_batch={B} not divisible by dp",
+        "mbs_batch": f"global_batch={B} not divisible by dp·mbs",
+        "vpp": f"vpp>1 needs pp>1, layers={L} divisible by pp·vpp and micro-batches divisible by pp",
+        "zero_dp1": "zero>0 with a single data-parallel rank (dp·cp = 1)",
+        "sp_tp1": "sp=true with tp=1",
+        "fixed": "excluded by --fix",
+    }
+
+    tp, pp, cp, dp, n_fact, excl_f = factorizations(workload, N, dpn, fix=fix, allow_cross_node_tp=allow_cross_node_tp)
+
+    # --- knobs: expand row-wise, masking as we go ------------------------------------------------------------
+    excl_p = {k: 0 for k in KNOB_RULES}
+
+    def expand(cols: dict, values: np.ndarray) -> tuple[dict, np.ndarray]:
+        n, k = cols["tp"].shape[0], values.shape[0]
+        out = {name: np.repeat(a, k) for name, a in cols.items()}
+        return out, np.tile(values, n)
+
+    cols = {"tp": tp, "pp": pp, "cp": cp, "dp": dp}
+    # mbs
+    mbs_vals = np.arange(1, max(1, int(max_mbs)) + 1, dtype=np.int64)
+    if "mbs" in fix:  # a pinned micro-batch size is searched even above max_mbs
+        mbs_vals = np.array([fix["mbs"]], dtype=np.int64)
+    mbs_vals = mbs_vals[(B % mbs_vals) == 0]
+    cols, mbs = expand(cols, mbs_vals)
+    ok = (B % (cols["dp"] * mbs)) == 0
+    # the excluded count is over (factorization × mbs value); count it like every knob rule
+    excl_p["mbs_batch"] += int((~ok).sum())
+    okf = np.ones_like(ok) if "mbs" not in fix else (mbs == fix["mbs"])
+    excl_p["fixed"] += int((ok & ~okf).sum())
+    ok &= okf
+    cols = {k: a[ok] for k, a in cols.items()}
+    cols["mbs"] = mbs[ok]
+    # vpp
+    vpp_vals = divisors(L)
+    cols, vpp = expand(cols, vpp_vals)
+    m = B // (cols["dp"] * cols["mbs"])
+    ok = (vpp == 1) | ((cols["pp"] > 1) & ((L % (cols["pp"] * vpp)) == 0) & ((m % cols["pp"]) == 0))
+    excl_p["vpp"] += int((~ok).sum())
+    okf = np.ones_like(ok) if "vpp" not in fix else (vpp == fix["vpp"])
+    excl_p["fixed"] += int((ok & ~okf).sum())
+    ok &= okf
+    cols = {k: a[ok] for k, a in cols.items()}
+    cols["vpp"] = vpp[ok]
+    # zero × recompute × sp: a dense block per row (the row: factorization, mbs, vpp), masked
+    nrow = cols["tp"].shape[0]
+    Z = np.array(ZERO_LEVELS, dtype=np.int64).reshape(1, -1, 1, 1)
+    R = np.arange(len(RECOMPUTE), dtype=np.int64).reshape(1, 1, -1, 1)
+    S = np.array([False, True]).reshape(1, 1, 1, -1)
+    shape = (nrow, Z.size, R.size, S.size)
+    alive = np.ones(shape, dtype=bool)
+    for key, ok in (("zero_dp1", (Z == 0) | ((cols["dp"] * cols["cp"]) > 1).reshape(-1, 1, 1, 1)),
+                    ("sp_tp1", (~S) | (cols["tp"] > 1).reshape(-1, 1, 1, 1))):
+        ok = np.broadcast_to(ok, shape)
+        excl_p[key] += int((alive & ~ok).sum())
+        alive &= ok
+    zsel = np.ones(Z.size, dtype=bool) if "zero" not in fix else (Z.ravel() == fix["zero"])
+    rsel = np.ones(R.size, dtype=bool) if "recompute" not in fix else (R.ravel() == fix["recompute"])
+    ssel = np.ones(S.size, dtype=bool) if "sp" not in fix else (S.ravel() == bool(fix["sp"]))
+    fixed_ok = zsel.reshape(1, -1, 1, 1) & rsel.reshape(1, 1, -1, 1) & ssel.reshape(1, 1, 1, -1)
+    excl_p["fixed"] += int((alive & ~fixed_ok).sum())
+    mask = alive[:, zsel][:, :, rsel][:, :, :, ssel]
+    # rows whose knob block is empty (e.g. every allowed zero level needs dp·cp > 1) are dropped
+    keep = mask.reshape(nrow, int(np.prod(mask.shape[1:]))).any(axis=1)
+    cols = {k: a[keep] for k, a in cols.items()}
+    mask = mask[keep]
+    zero_vals, rc_vals, sp_vals = Z.ravel()[zsel], R.ravel()[rsel], S.ravel()[ssel]
+    nr = cols["tp"].shape[0]
+    rows = PlanArrays(dp=cols["dp"], tp=cols["tp"], pp=cols["pp"], cp=cols["cp"], mbs=cols["mbs"], vpp=cols["vpp"],
+                      zero=np.zeros(nr, dtype=np.int64), recompute=np.zeros(nr, dtype=np.int64),
+                      sp=np.zeros(nr, dtype=bool))
+    space = Space(plans=None, n_devices=N, factorizations=n_fact, excluded_factorizations=excl_f,
+                  excluded_plans=excl_p, rule_text=rule_text, rows=rows, zero_vals=zero_vals, rc_vals=rc_vals,
+                  sp_vals=sp_vals, mask=mask)
+    space.plans = space.flat(space.grid())
+    space.row_of = np.repeat(np.arange(nr), mask.reshape(nr, int(np.prod(mask.shape[1:]))).sum(axis=1))
+    return space
