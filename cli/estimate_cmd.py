@@ -76,7 +76,10 @@ def register(app: typer.Typer) -> None:
     def estimate_cmd(
         model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
         hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
-        plan: str = typer.Option(..., "--plan", help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
+        plan: Optional[str] = typer.Option(None, "--plan",
+                                           help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
+        plan_file: Optional[Path] = typer.Option(None, "--plan-file",
+                                                 help="a heterogeneous plan YAML (pipelines of stages per group)"),
         seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
         global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
         precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
@@ -90,6 +93,28 @@ def register(app: typer.Typer) -> None:
 
             raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
                             hint=did_you_mean(precision, PRECISIONS))
+        if (plan is None) == (plan_file is None):
+            from parplan.errors import SpecError
+
+            raise SpecError("give exactly one of --plan or --plan-file", key="--plan")
+        if plan_file is not None:
+            from parplan.cli.hetero_out import frame_to_csv, render_hetero_estimate, result_row
+            from parplan.hardware.catalog import load_cluster
+            from parplan.models.hetero import evaluate_hetero, load_plan_file
+            from parplan.workloads.loader import load_workload
+
+            w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
+            c = load_cluster(hw)
+            res = evaluate_hetero(w, c, load_plan_file(str(plan_file), c))
+            if fmt == Format.json:
+                emit(to_json({"workload": w.name, "cluster": c.name, **res.to_dict(c)}), output)
+            elif fmt == Format.csv:
+                import pandas as pd
+
+                emit(frame_to_csv(pd.DataFrame([result_row(1, res.plan.label, res, c, w.name, {})])), output)
+            else:
+                emit(render_hetero_estimate(res, w.name, c), output)
+            return
         e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision)
         if fmt == Format.json:
             emit(to_json(e.to_dict()), output)

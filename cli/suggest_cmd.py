@@ -150,10 +150,13 @@ def register(app: typer.Typer) -> None:
         fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
         output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the plans to this file"),
         explain: bool = typer.Option(False, "--explain", help="why the best wins, and why other plans are out"),
+        solver: str = typer.Option("cbc", "--solver", help="multi-group clusters: ILP solver, cbc | highs"),
+        time_limit: float = typer.Option(10.0, "--time-limit", help="multi-group clusters: seconds per ILP solve"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar, no summary line"),
         debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
     ) -> None:
-        """Search every valid parallel plan and print the best ones."""
+        """Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced
+        heterogeneous plans beside the uniform and fastest-group baselines)."""
         from parplan.api import _search_options
         from parplan.hardware.catalog import load_cluster
         from parplan.planner.export import to_csv
@@ -166,6 +169,42 @@ def register(app: typer.Typer) -> None:
                             hint=did_you_mean(objective, OBJECTIVE_NAMES))
         w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
         c = load_cluster(hw)
+        if not c.is_homogeneous:
+            unsupported = {"--objective": objective not in (None, "throughput"), "--fix": bool(fix),
+                           "--memory-headroom": memory_headroom != 0.0, "--allow-cross-node-tp": allow_cross_node_tp,
+                           "--price-per-hour": price_per_hour is not None,
+                           "--target-tokens-per-s": target_tokens_per_s is not None, "--deadline": deadline is not None,
+                           "--token-budget": token_budget is not None, "--max-nodes": max_nodes is not None}
+            given = [k for k, v in unsupported.items() if v]
+            if given:
+                raise SpecError(f"{', '.join(given)} not supported on a multi-group cluster ({len(c.groups)} device "
+                                "groups)", key=given[0], hint="the heterogeneous planner maximizes throughput")
+            from parplan.cli.hetero_out import frame_to_csv, hetero_frame, hetero_json, render_hetero
+            from parplan.planner.hetero import plan_hetero
+
+            hp = plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
+                             mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs))
+            if fmt == Format.json:
+                emit(to_json(hetero_json(hp, w.name, c, top)), output)
+            elif fmt == Format.csv:
+                emit(frame_to_csv(hetero_frame(hp, w.name, c, top)), output)
+            elif hp.candidates:
+                emit(render_hetero(hp, w.name, c, top), output)
+            err = _Err()
+            st = hp.stats
+            if not quiet:
+                err.print(f"searched {st['configurations']:,} shape × knob configurations in {st['wall_s']:.2f} s: "
+                          f"{st['solved']:,} solved ({st['ilp_solves']:,} ILP solves, {solver}), "
+                          f"{st['pruned_by_bound']:,} pruned by the lower bound; "
+                          f"{sum(1 for x in hp.candidates if x.heuristic)} heuristic fallbacks")
+            if explain or not hp.candidates:
+                for why, n in sorted(hp.infeasible.items(), key=lambda kv: -kv[1]):
+                    err.print(f"why: {n} configurations out: {why}")
+            if not hp.candidates:
+                err.print(f"error: no heterogeneous plan fits on {c.name}; try recompute=full-friendly settings, "
+                          "more devices or a smaller global batch")
+                raise typer.Exit(EXIT_CHECK_FAILED)
+            return
         opts = _search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs)
         bar = LazyProgress(not quiet, "searching")
         try:

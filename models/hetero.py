@@ -24,7 +24,7 @@ from parplan.models.efficiency import efficiency_for
 from parplan.models.plan import RECOMPUTE, Plan
 from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
                                      OPTIMIZER_STEP_BYTES, PlanArrays, evaluate, hardware_context,
-                                     ring_allreduce_s)
+                                     ring_allgather_s, ring_allreduce_s)
 from parplan.workloads.transformer import Workload
 
 
@@ -249,6 +249,48 @@ def _chunks(plan: HeteroPlan, L: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
+def _placement(cluster: Cluster, plan: HeteroPlan) -> dict:
+    """Devices of each stage: ranks are handed out group by group in plan order (pipeline after pipeline, stage
+    after stage — TP innermost, then PP, then DP as in the homogeneous model); returns (k, i) → (group, node)."""
+    off = [0] * len(cluster.groups)
+    where = {}
+    for k, p in enumerate(plan.pipelines):
+        for i, s in enumerate(p.stages):
+            g = s.group
+            where[(k, i)] = (g, off[g] // cluster.groups[g].devices_per_node)
+            off[g] += plan.tp
+    return where
+
+
+def _intra(cluster: Cluster, g: int) -> tuple[float, float]:
+    grp = cluster.groups[g]
+    return grp.intra_node.bandwidth_bytes_per_s * efficiency_for(grp.device.id).link(grp.intra_node.kind), \
+        grp.intra_node.latency_s
+
+
+def _pair_link(cluster: Cluster, a: tuple, b: tuple) -> tuple[float, float]:
+    """Link between two placed stages (group, node): NVLink inside a node, the group's NICs across its nodes,
+    the inter-group link across groups."""
+    if a == b:
+        return _intra(cluster, a[0])
+    return link_between(cluster, a[0], b[0])
+
+
+def _ring_link(cluster: Cluster, places: list) -> tuple[float, float]:
+    """Link a ring over the placed owners sees: one node → NVLink; one group over several nodes → the r owners of a
+    node drive r NICs (min with NVLink, as in the homogeneous model); several groups → the inter-group link."""
+    groups = {g for g, _ in places}
+    nodes = {pl for pl in places}
+    if len(nodes) == 1:
+        return _intra(cluster, places[0][0])
+    if len(groups) == 1:
+        g = places[0][0]
+        r = max(sum(1 for x in places if x == n) for n in nodes)
+        bw, lat = link_between(cluster, g, g)
+        return min(_intra(cluster, g)[0], r * bw), lat
+    return min((link_between(cluster, a, b) for a in groups for b in groups if a != b), key=lambda x: x[0])
+
+
 def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, validate: bool = True) -> HeteroResult:
     """Price one heterogeneous plan (step time, per-pipeline times, chunked sync, memory per stage)."""
     if validate:
@@ -258,80 +300,92 @@ def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, vali
     L = mdl.layers
     K = len(plan.pipelines)
     g_red = 4.0  # fp32 main gradients (Megatron convention, as in the homogeneous model for zero ≤ 1)
-    slots: list[list[float]] = []
-    bwd_last: list[list[float]] = []
-    mems: list[list[float]] = []
-    caps: list[list[float]] = []
+    w_b = 2.0 if mixed else 4.0
+    where = _placement(cluster, plan)
+    # identical replicas (same stages, same share) cost the same: price each distinct pipeline once, with the
+    # slowest boundary links any of its replicas sees (pipelines are keyed by an integer id: hashing is costly)
+    pid: dict = {}
+    ids = []
+    for p in plan.pipelines:
+        ids.append(pid.setdefault(p, len(pid)))
+    uniq = list(pid)
+    replicas_of: list[list[int]] = [[] for _ in uniq]
+    for k, d in enumerate(ids):
+        replicas_of[d].append(k)
+    slots_d, bwd_last, fwd_first, mems_d, caps_d, times_d = [], [], [], [], [], []
     reasons: list[str] = []
-    times = []
-    seen: dict = {}
-    for k, p in enumerate(plan.pipelines):
+    for d, p in enumerate(uniq):
         S = len(p.stages)
-        if p in seen:  # identical replicas (same stages, same share) cost the same: price them once
-            j = seen[p]
-            times.append(times[j])
-            slots.append(slots[j])
-            bwd_last.append(bwd_last[j])
-            mems.append(mems[j])
-            caps.append(caps[j])
-            continue
-        seen[p] = k
-        sl, bl, mm, cp_ = [], [], [], []
+        sl, bl, fl, mm, cp_ = [], [], [], [], []
         for i, s in enumerate(p.stages):
             c = group_costs(workload, cluster, s.group, plan.tp, plan.mbs, plan.recompute, plan.sp)
+            f = s.layers * c.layer_fwd_s + (c.emb_fwd_s if i == 0 else 0.0) + (c.out_fwd_s if i == S - 1 else 0.0)
             t = s.layers * c.layer_s + (c.emb_s if i == 0 else 0.0) + (c.out_s if i == S - 1 else 0.0)
             p2p = 0.0
             for j in (i - 1, i + 1):
                 if 0 <= j < S:
-                    bw, lat = link_between(cluster, s.group, p.stages[j].group)
-                    p2p = max(p2p, c.p2p_bytes / bw + lat)
+                    for pair in {(where[(k, i)], where[(k, j)]) for k in replicas_of[d]}:
+                        bw, lat = _pair_link(cluster, *pair)
+                        p2p = max(p2p, c.p2p_bytes / bw + lat)
             sl.append(t + 2.0 * p2p)
             bl.append(s.layers * c.layer_bwd_s)
+            fl.append(f)
             mm.append(stage_memory_bytes(c, s, i, S, p.micro_batches, K, plan.zero, mixed, job.optimizer,
                                          plan.recompute))
             cp_.append(c.capacity_bytes)
             if mm[-1] > c.capacity_bytes:
-                reasons.append(f"pipeline {k} stage {i} ({cluster.groups[s.group].device.id}, {s.layers} layers): "
-                               f"{mm[-1] / 2**30:.1f} GiB > {c.capacity_bytes / 2**30:.1f} GiB")
+                reasons.append(f"pipeline {replicas_of[d][0]} stage {i} ({cluster.groups[s.group].device.id}, "
+                               f"{s.layers} layers): {mm[-1] / 2**30:.1f} GiB > {c.capacity_bytes / 2**30:.1f} GiB")
         tmax = max(sl)
-        times.append(p.micro_batches * tmax + (sum(sl) - tmax))
-        slots.append(sl)
+        times_d.append(p.micro_batches * tmax + (sum(sl) - tmax))
+        slots_d.append(sl)
         bwd_last.append(bl)
-        mems.append(mm)
-        caps.append(cp_)
-    # chunked gradient aggregation: per chunk, a ring all-reduce among its K owners over the slowest link
-    distinct = list(seen.items())  # (pipeline, first index)
-    count = {}
-    for q in plan.pipelines:
-        count[q] = count.get(q, 0) + 1
-    owner_time = {k: [0.0] * len(p.stages) for p, k in distinct}
+        fwd_first.append(fl)
+        mems_d.append(mm)
+        caps_d.append(cp_)
+    times = [times_d[d] for d in ids]
+    # chunked gradient aggregation: parameters cut at every pipeline's stage boundaries; each chunk reduced among
+    # its owners (zero 0: all-reduce of fp32 grads; zero 1: reduce-scatter + all-gather of the 16-bit weights)
+    grad_t = [[0.0] * len(p.stages) for p in uniq]
+    param_t = [[0.0] * len(p.stages) for p in uniq]
     for lo, hi in _chunks(plan, L):
-        owners = []  # (first index of the distinct pipeline, stage, group) — one entry per replica
-        for p, k in distinct:
+        owners = []  # (distinct pipeline, stage); places: one per replica
+        places = []
+        for d, p in enumerate(uniq):
             for i, s in enumerate(p.stages):
                 if s.first_layer <= lo < s.last_layer:
-                    owners.extend([(k, i, s.group)] * count[p])
-        if len(owners) < 2:
+                    owners.append((d, i))
+                    places.extend(where[(k, i)] for k in replicas_of[d])
+        if len(places) < 2:
             continue
         params = (hi - lo) * mdl.layer_params / plan.tp
         if lo == 0:
             params += mdl.embedding_params / plan.tp
         if hi == L:
             params += (mdl.vocab * mdl.hidden + mdl.norm_params_per_norm) / plan.tp
-        groups = sorted({g for _, _, g in owners})
-        bw, lat = min((link_between(cluster, a, b) for a in groups for b in groups), key=lambda x: x[0])
-        if len(groups) == 1:
-            bw, lat = link_between(cluster, groups[0], groups[0])
-        t = float(ring_allreduce_s(params * g_red, np.array(len(owners)), bw, lat))
-        for k, i in {(k, i) for k, i, _ in owners}:
-            owner_time[k][i] += t
-    exposed = 0.0
-    for p, k in distinct:
+        bw, lat = _ring_link(cluster, places)
+        n = np.array(len(places))
+        if plan.zero == 0:
+            tg, tpar = float(ring_allreduce_s(params * g_red, n, bw, lat)), 0.0
+        else:
+            tg = float(ring_allgather_s(params * g_red, n, bw, lat))
+            tpar = float(ring_allgather_s(params * w_b, n, bw, lat))
+        for d, i in owners:
+            grad_t[d][i] += tg
+            param_t[d][i] += tpar
+    exposed_g = exposed_p = 0.0
+    tmax_all = max(times)
+    for d, p in enumerate(uniq):
         for i in range(len(p.stages)):
-            window = sum(bwd_last[k][: i + 1])  # backward still running on this and earlier stages
-            finish_gap = max(times) - times[k]  # a faster pipeline's owners start earlier
-            exposed = max(exposed, owner_time[k][i] - window - finish_gap)
-    exposed = max(0.0, exposed)
+            window = sum(bwd_last[d][: i + 1])  # backward still running on this and earlier stages
+            finish_gap = tmax_all - times_d[d]  # a faster pipeline's owners start earlier
+            exposed_g = max(exposed_g, grad_t[d][i] - window - finish_gap)
+            exposed_p = max(exposed_p, param_t[d][i] - fwd_first[d][i])  # behind the next step's first forward
+    exposed = max(0.0, exposed_g) + max(0.0, exposed_p)
+    slots = [slots_d[d] for d in ids]
+    mems = [mems_d[d] for d in ids]
+    caps = [caps_d[d] for d in ids]
+    distinct = [(p, replicas_of[d][0]) for d, p in enumerate(uniq)]
     opt = 0.0
     for p, _k in distinct:
         for i, s in enumerate(p.stages):

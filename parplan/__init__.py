@@ -20,6 +20,8 @@ _LAZY = {
     "Estimate": "parplan.models.estimate",
     "suggest": "parplan.api",
     "check": "parplan.api",
+    "simulate": "parplan.api",
+    "plan_hetero": "parplan.planner.hetero",
 }
 
 __all__ = ["ParplanError", "SpecError", "__version__", *_LAZY]

@@ -380,7 +380,7 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
                 if obj < best_obj - 1e-12:
                     best_obj, best_layers = obj, decode_layers(sc, v)
             if not any_feasible:
-                return "memory: no layer split fits"
+                return "memory: no layer split of the shape fits every stage"
             if best_layers is None:
                 heuristic = True
                 best_layers = heuristic_layers(workload, sc)
@@ -529,8 +529,8 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
                         queue.append((lb, len(queue), shape, tp, mbs, rc, zero))
                     for g, d in depth.items():
                         if d is None:
-                            key = (f"memory: {cluster.groups[g].device.id} cannot hold the model at any pipeline "
-                                   f"depth (tp={tp}, mbs={mbs}, recompute={rc})")
+                            key = (f"memory: {cluster.groups[g].device.id} alone cannot hold the model at any "
+                                   "pipeline depth (per tp × mbs × recompute setting)")
                             infeasible[key] = infeasible.get(key, 0) + 1
     queue.sort(key=lambda q: (q[0], q[1]))
     best_t = math.inf

@@ -109,7 +109,7 @@ def test_infeasible_memory_is_explained():
     c = load_cluster({**MIXED, "groups": [{**MIXED["groups"][1]}]})  # one V100 node: 70B cannot fit
     ps = plan_hetero(w, c, baselines=False)
     assert ps.best is None
-    assert any("v100-sxm-32gb cannot hold the model" in k for k in ps.infeasible)
+    assert any("v100-sxm-32gb alone cannot hold the model" in k for k in ps.infeasible)
 
 
 def test_plan_file_round_trip_and_errors(setup, tmp_path):
@@ -144,3 +144,23 @@ def test_typed_data_ilp_equals_the_per_replica_ilp(z, f, R, M):
     assert v2["T"].value() == pytest.approx(v1["T"].value(), rel=1e-9)
     shares = decode_typed_shares(v2, R)
     assert sum(shares) == M and max(zk * m + fk for zk, m, fk in zip(zz, shares, ff)) == pytest.approx(v1["T"].value())
+
+
+@pytest.mark.parametrize("workload,cluster,gbs,seq", [
+    ("llama2-13b", "dgx-a100-8", 64, 4096),
+    ("llama2-70b", {"name": "a100-32", "groups": [{"device": "a100-sxm-80gb", "nodes": 4, "devices_per_node": 8,
+                                                   "intra_node": "nvlink3", "inter_node": "ib-hdr200"}]}, 128, 4096),
+])
+def test_homogeneous_cluster_gives_the_homogeneous_planners_plan(workload, cluster, gbs, seq):
+    """On one device group the ILP planner finds the homogeneous planner's best plan (over the knobs both search:
+    no CP, no interleaving, ZeRO-1) and prices it within 1 %."""
+    from parplan.api import suggest
+
+    w = load_workload(workload, global_batch=gbs, seq_len=seq)
+    c = load_cluster(cluster)
+    hp = plan_hetero(w, c, baselines=False)
+    ps = suggest(w, c, top=1, fix=["cp=1", "vpp=1", "zero=1"])
+    b, h = hp.best.result.plan, ps.best.plan
+    assert (b.tp, len(b.pipelines[0].stages), len(b.pipelines), b.mbs, b.recompute) == (h.tp, h.pp, h.dp, h.mbs,
+                                                                                        h.recompute)
+    assert hp.best.result.step_time_s == pytest.approx(ps.best.step_time_s, rel=0.01)
