@@ -340,8 +340,14 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
            + np.maximum(np.maximum(0.0, ag_f - f_first), np.maximum(0.0, ag_l - f_last)))
     dp2 = (m * np.maximum(np.maximum(0.0, rs_f - b_first), np.maximum(0.0, rs_l - b_last))
            + np.maximum(np.maximum(0.0, ag_f - f_first), np.maximum(0.0, ag_l - f_last)))
+    # zero 3 with a pipeline: the per-micro-batch exposure lengthens every slot; in the fill a stage prefetches its
+    # forward gathers while it waits for its input (hidden), in the drain the backward gathers and reduce-scatters
+    # sit on the critical path once more per remaining stage: + (p−1)/v backward exposures (checked against the
+    # reference executor, benchmarks/validate_matrix.py)
+    x_b = np.maximum(np.maximum(0.0, ag_f + rs_f - b_first), np.maximum(0.0, ag_l + rs_l - b_last))
     dp3 = m * np.maximum(np.maximum(0.0, ag_f - f_first) + np.maximum(0.0, ag_f + rs_f - b_first),
-                         np.maximum(0.0, ag_l - f_last) + np.maximum(0.0, ag_l + rs_l - b_last))
+                         np.maximum(0.0, ag_l - f_last) + np.maximum(0.0, ag_l + rs_l - b_last)) \
+        + np.maximum(pp - 1, 0) / v * x_b
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
 
     # optimizer step: memory-bound over the parameters this device updates (sharded by ZeRO ≥ 1)
