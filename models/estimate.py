@@ -128,7 +128,7 @@ def _divisors(x: int) -> str:
     return ", ".join(str(d) for d in range(1, x + 1) if x % d == 0 and d <= 64)
 
 
-def memory_reasons(res: dict, i: int, plan: Plan, capacity: float) -> list[str]:
+def memory_reasons(res: dict, i: int, plan: Plan, capacity: float, flash: bool = True) -> list[str]:
     """Why a plan does not fit, with what would help."""
     peak = float(res["memory_peak_bytes"][i])
     if peak <= capacity:
@@ -139,7 +139,8 @@ def memory_reasons(res: dict, i: int, plan: Plan, capacity: float) -> list[str]:
     tips = []
     if big == "activations_bytes":
         if plan.recompute != "full":
-            tips.append("recompute=" + ("selective" if plan.recompute == "none" else "full"))
+            # with fused attention no score matrices are stored, so selective recompute saves nothing
+            tips.append("recompute=" + ("selective" if plan.recompute == "none" and not flash else "full"))
         if plan.mbs > 1:
             tips.append("a smaller mbs")
         if not plan.sp and plan.tp > 1:
@@ -156,7 +157,7 @@ def memory_reasons(res: dict, i: int, plan: Plan, capacity: float) -> list[str]:
 def estimate_from_arrays(workload: Workload, cluster: Cluster, plan: Plan, res: dict, i: int,
                          provenance: str) -> Estimate:
     cap = float(res["memory_capacity_bytes"][i])
-    reasons = memory_reasons(res, i, plan, cap)
+    reasons = memory_reasons(res, i, plan, cap, workload.training.attention == "flash")
     crit = {0: "first", 1: "middle", 2: "last"}[int(res["critical_stage"][i])]
     if plan.pp == 1:
         crit = "only"
