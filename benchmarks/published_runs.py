@@ -21,7 +21,7 @@ from parplan.models.estimate import Estimate, estimate_plan, validate_plan
 from parplan.models.plan import Plan, parse_plan
 from parplan.models.training import PlanArrays, evaluate_workload
 from parplan.workloads.loader import load_workload
-from parplan.workloads.transformer import TransformerSpec, Workload
+from parplan.workloads.transformer import Workload
 
 DATA = Path(__file__).resolve().parent / "data"
 

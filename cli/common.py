@@ -37,6 +37,18 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
     return typer.Exit(code)
 
 
+PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
+
+
+def check_precision(precision: "str | None") -> None:
+    """``--precision`` must be one of PRECISIONS (checked before any loading, so the error names the flag)."""
+    from parplan.errors import did_you_mean
+
+    if precision is not None and precision not in PRECISIONS:
+        raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
+                        hint=did_you_mean(precision, PRECISIONS))
+
+
 def handle_errors(fn: Callable) -> Callable:
     """Turn ``SpecError`` (and missing files) into one line on stderr and exit code 2; ``--debug`` adds the traceback."""
 

@@ -10,10 +10,9 @@ import typer
 from rich.table import Table
 
 from parplan.api import estimate
-from parplan.cli.common import Format, emit, gib, handle_errors, human_s, out_console, to_json
+from parplan.cli.common import Format, check_precision, emit, gib, handle_errors, human_s, out_console, to_json
 from parplan.models.estimate import Estimate
 
-PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
 
 
 def estimate_row(e: Estimate) -> dict:
@@ -88,11 +87,7 @@ def register(app: typer.Typer) -> None:
         debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
     ) -> None:
         """Predict step time, throughput, MFU and memory of one parallel plan."""
-        if precision is not None and precision not in PRECISIONS:
-            from parplan.errors import SpecError, did_you_mean
-
-            raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
-                            hint=did_you_mean(precision, PRECISIONS))
+        check_precision(precision)
         if (plan is None) == (plan_file is None):
             from parplan.errors import SpecError
 

@@ -8,19 +8,15 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, gib, handle_errors, human_s, out_console, to_json
-from parplan.errors import SpecError, did_you_mean
-
-PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
-
+from parplan.cli.common import (EXIT_CHECK_FAILED, Format, check_precision, emit, gib, handle_errors, human_s,
+                                out_console, to_json)
+from parplan.errors import SpecError
 
 def _load(model: str, hw: str, seq_len, global_batch, precision):
     from parplan.hardware.catalog import load_cluster
     from parplan.workloads.loader import load_workload
 
-    if precision is not None and precision not in PRECISIONS:
-        raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
-                        hint=did_you_mean(precision, PRECISIONS))
+    check_precision(precision)
     return (load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision),
             load_cluster(hw))
 

@@ -17,11 +17,10 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from parplan.cli.common import (EXIT_CHECK_FAILED, Format, emit, err_console, handle_errors, human_s, out_console,
+from parplan.cli.common import (EXIT_CHECK_FAILED, Format, check_precision, emit, err_console, handle_errors, human_s, out_console,
                                 to_json)
 from parplan.errors import SpecError, did_you_mean
 
-PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
 GiB = float(2**30)
 
@@ -61,12 +60,6 @@ class LazyProgress:
         if self.bar is not None:
             self.bar.stop()
             self.bar = None
-
-
-def _precision(precision: Optional[str]) -> None:
-    if precision is not None and precision not in PRECISIONS:
-        raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
-                        hint=did_you_mean(precision, PRECISIONS))
 
 
 def _short_plan(row) -> str:
@@ -163,7 +156,7 @@ def register(app: typer.Typer) -> None:
         from parplan.planner.planset import advice, suggest_plans
         from parplan.workloads.loader import load_workload
 
-        _precision(precision)
+        check_precision(precision)
         if objective is not None and objective not in OBJECTIVE_NAMES:
             raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVE_NAMES,
                             hint=did_you_mean(objective, OBJECTIVE_NAMES))
@@ -288,7 +281,7 @@ def register(app: typer.Typer) -> None:
         from parplan.planner.check import junit_xml
         from parplan.planner.export import to_csv
 
-        _precision(precision)
+        check_precision(precision)
         if plan is not None and fix:
             raise SpecError("--fix pins the search; it cannot be combined with --plan", key="--fix")
         bar = LazyProgress(not quiet, "checking")
