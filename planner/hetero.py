@@ -122,22 +122,25 @@ def decode_layers(sc: ShapeCosts, v: dict) -> list[tuple[int, int]]:
     return [(sc.groups[g], int(round(x.value() or 0))) for g, x in zip(v["order"], v["n"])]
 
 
+def proportional_split(weights: list[float], total: int) -> list[int]:
+    """``total`` split in proportion to ``weights``, each part ≥ 1, by largest-remainder rounding."""
+    raw = [total * w / sum(weights) for w in weights]
+    n = [max(1, int(math.floor(r))) for r in raw]
+    order = sorted(range(len(n)), key=lambda i: raw[i] - n[i], reverse=True)
+    i = 0
+    while sum(n) < total:
+        n[order[i % len(n)]] += 1
+        i += 1
+    while sum(n) > total:
+        n[max(range(len(n)), key=lambda k: n[k])] -= 1
+    return n
+
+
 def heuristic_layers(workload: Workload, sc: ShapeCosts) -> list[tuple[int, int]]:
-    """Fallback: faster groups first, layers in proportion to per-layer speed (largest-remainder rounding)."""
+    """Fallback: faster groups first, layers in proportion to per-layer speed."""
     order = sorted(range(len(sc.groups)), key=lambda g: sc.costs[g].layer_s)
     pos = [g for g in order for _ in range(sc.counts[g])]
-    L = workload.model.layers
-    w = [1.0 / sc.costs[g].layer_s for g in pos]
-    raw = [L * wi / sum(w) for wi in w]
-    n = [max(1, int(math.floor(r))) for r in raw]
-    rest = sorted(range(len(n)), key=lambda i: raw[i] - n[i], reverse=True)
-    i = 0
-    while sum(n) < L:
-        n[rest[i % len(n)]] += 1
-        i += 1
-    while sum(n) > L:
-        j = max(range(len(n)), key=lambda k: n[k])
-        n[j] -= 1
+    n = proportional_split([1.0 / sc.costs[g].layer_s for g in pos], workload.model.layers)
     return [(sc.groups[g], k) for g, k in zip(pos, n)]
 
 
@@ -184,19 +187,8 @@ def decode_typed_shares(v: dict, replicas: list[int]) -> list[int]:
 
 
 def heuristic_data(bottleneck_s: list[float], total: int) -> list[int]:
-    """Fallback: micro-batches proportional to 1/bottleneck, largest remainder."""
-    w = [1.0 / b for b in bottleneck_s]
-    raw = [total * x / sum(w) for x in w]
-    m = [max(1, int(math.floor(r))) for r in raw]
-    order = sorted(range(len(m)), key=lambda k: raw[k] - m[k], reverse=True)
-    i = 0
-    while sum(m) < total:
-        m[order[i % len(m)]] += 1
-        i += 1
-    while sum(m) > total:
-        j = max(range(len(m)), key=lambda k: m[k])
-        m[j] -= 1
-    return m
+    """Fallback: micro-batches proportional to 1/bottleneck."""
+    return proportional_split([1.0 / b for b in bottleneck_s], total)
 
 
 # --- shapes ----------------------------------------------------------------------------------------------------

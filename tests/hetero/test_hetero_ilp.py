@@ -164,3 +164,11 @@ def test_homogeneous_cluster_gives_the_homogeneous_planners_plan(workload, clust
     assert (b.tp, len(b.pipelines[0].stages), len(b.pipelines), b.mbs, b.recompute) == (h.tp, h.pp, h.dp, h.mbs,
                                                                                         h.recompute)
     assert hp.best.result.step_time_s == pytest.approx(ps.best.step_time_s, rel=0.01)
+
+
+def test_heuristic_fallbacks_split_in_proportion():
+    from parplan.planner.hetero import heuristic_data, proportional_split
+
+    assert proportional_split([1.0, 1.0, 2.0], 8) == [2, 2, 4]
+    assert sum(proportional_split([3.0, 1.0, 1.0], 7)) == 7 and min(proportional_split([100.0, 1.0], 5)) == 1
+    assert heuristic_data([1.0, 2.0], 9) == [6, 3]  # twice as fast → twice the micro-batches
