@@ -473,9 +473,9 @@ def fastest_group_baseline(workload: Workload, cluster: Cluster):
             continue
         sub = C(name=f"{cluster.name}[{cluster.groups[g].device.id}]", groups=(cluster.groups[g],))
         try:
-            from parplan.api import suggest
+            from parplan.planner.planset import suggest_plans
 
-            ps = suggest(workload, sub, top=1)
+            ps = suggest_plans(workload, sub, top=1)
         except SpecError:
             return None, g
         best = getattr(ps, "best", None)
