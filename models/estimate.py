@@ -85,8 +85,9 @@ def validate_plan(workload: Workload, cluster: Cluster, plan: Plan) -> None:
     """Raise ``SpecError`` when a plan cannot run at all (as opposed to not fitting in memory)."""
     mdl, job = workload.model, workload.training
     if not cluster.is_homogeneous:
-        raise SpecError(f"cluster {cluster.name!r} has {len(cluster.groups)} device groups; the dense training model "
-                        "prices homogeneous clusters", key="groups", hint="use a single-group cluster file")
+        raise SpecError(f"cluster {cluster.name!r} has {len(cluster.groups)} device groups; a plan string describes "
+                        "a homogeneous plan", key="groups",
+                        hint="give a heterogeneous plan with --plan-file, or let `parplan suggest` plan it")
     n = cluster.n_devices
     if plan.n_devices != n:
         raise SpecError(f"dp×tp×pp×cp = {plan.dp}×{plan.tp}×{plan.pp}×{plan.cp} = {plan.n_devices} but the cluster "
