@@ -7,7 +7,7 @@ import sys
 import traceback
 from enum import Enum
 from pathlib import Path
-from typing import Callable
+from typing import Annotated, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -21,6 +21,17 @@ class Format(str, Enum):
     table = "table"
     json = "json"
     csv = "csv"
+
+
+# options shared by the commands (one definition, one help text)
+ModelArg = Annotated[str, typer.Argument(help="workload YAML, Hugging Face config.json, or a catalog id")]
+HwOpt = Annotated[str, typer.Option("--hw", help="cluster YAML or a cluster catalog id")]
+SeqLenOpt = Annotated[Optional[int], typer.Option("--seq-len", help="override training.seq_len")]
+GlobalBatchOpt = Annotated[Optional[int], typer.Option("--global-batch", help="override training.global_batch")]
+PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", help="override training.precision")]
+FormatOpt = Annotated[Format, typer.Option("--format", help="table | json | csv")]
+OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="write the result to this file")]
+DebugOpt = Annotated[bool, typer.Option("--debug", help="show a traceback on errors")]
 
 
 def err_console() -> Console:

@@ -10,7 +10,9 @@ import typer
 from rich.table import Table
 
 from parplan.api import estimate
-from parplan.cli.common import Format, check_precision, emit, gib, handle_errors, human_s, out_console, to_json
+from parplan.cli.common import (check_precision, DebugOpt, emit, Format, FormatOpt, gib, GlobalBatchOpt,
+                                handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt, PrecisionOpt,
+                                SeqLenOpt, to_json)
 from parplan.models.estimate import Estimate
 
 
@@ -73,18 +75,18 @@ def register(app: typer.Typer) -> None:
     @app.command("estimate")
     @handle_errors
     def estimate_cmd(
-        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
-        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        model: ModelArg,
+        hw: HwOpt,
         plan: Optional[str] = typer.Option(None, "--plan",
                                            help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
         plan_file: Optional[Path] = typer.Option(None, "--plan-file",
                                                  help="a heterogeneous plan YAML (pipelines of stages per group)"),
-        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
-        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
-        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
-        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
-        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+        seq_len: SeqLenOpt = None,
+        global_batch: GlobalBatchOpt = None,
+        precision: PrecisionOpt = None,
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
+        debug: DebugOpt = False,
     ) -> None:
         """Predict step time, throughput, MFU and memory of one parallel plan."""
         check_precision(precision)

@@ -8,8 +8,9 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from parplan.cli.common import (EXIT_CHECK_FAILED, Format, check_precision, emit, gib, handle_errors, human_s,
-                                out_console, to_json)
+from parplan.cli.common import (check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format, FormatOpt, gib,
+                                GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt,
+                                PrecisionOpt, SeqLenOpt, to_json)
 from parplan.errors import SpecError
 
 def _load(model: str, hw: str, seq_len, global_batch, precision):
@@ -127,8 +128,8 @@ def register(app: typer.Typer) -> None:
     @app.command("simulate")
     @handle_errors
     def simulate_cmd(
-        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
-        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        model: ModelArg,
+        hw: HwOpt,
         plan: str = typer.Option(..., "--plan", help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
         schedule: Optional[str] = typer.Option(None, "--schedule",
                                                help="1f1b | gpipe | interleaved | zb-h1 (default: interleaved "
@@ -139,12 +140,12 @@ def register(app: typer.Typer) -> None:
                                                           "repeat or separate with commas"),
         mode: str = typer.Option("auto", "--mode", help="auto | replica | full (every device, ≤ 64 devices)"),
         p2p: str = typer.Option("blocking", "--p2p", help="blocking (Megatron default) | async p2p sends"),
-        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
-        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
-        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
-        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
-        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+        seq_len: SeqLenOpt = None,
+        global_batch: GlobalBatchOpt = None,
+        precision: PrecisionOpt = None,
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
+        debug: DebugOpt = False,
     ) -> None:
         """Simulate one training step of a plan, op by op (reference executor)."""
         from parplan.cli.estimate_cmd import frame_csv
@@ -167,17 +168,17 @@ def register(app: typer.Typer) -> None:
     @app.command("validate")
     @handle_errors
     def validate_cmd(
-        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
-        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        model: ModelArg,
+        hw: HwOpt,
         plan: Optional[List[str]] = typer.Option(None, "--plan", help="a plan to check (repeatable)"),
         top: Optional[int] = typer.Option(None, "--top", help="check the planner's K best plans instead"),
         tolerance: float = typer.Option(0.05, "--tolerance", help="largest accepted relative difference"),
-        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
-        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
-        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
-        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
-        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+        seq_len: SeqLenOpt = None,
+        global_batch: GlobalBatchOpt = None,
+        precision: PrecisionOpt = None,
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
+        debug: DebugOpt = False,
     ) -> None:
         """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance."""
         from parplan.cli.estimate_cmd import frame_csv

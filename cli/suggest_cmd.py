@@ -17,8 +17,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from parplan.cli.common import (EXIT_CHECK_FAILED, Format, check_precision, emit, err_console, handle_errors, human_s, out_console,
-                                to_json)
+from parplan.cli.common import (check_precision, DebugOpt, emit, err_console, EXIT_CHECK_FAILED, Format, FormatOpt,
+                                GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt,
+                                PrecisionOpt, SeqLenOpt, to_json)
 from parplan.errors import SpecError, did_you_mean
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
@@ -117,11 +118,11 @@ def register(app: typer.Typer) -> None:
     @app.command("suggest")
     @handle_errors
     def suggest_cmd(
-        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
-        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
-        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
-        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
-        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        model: ModelArg,
+        hw: HwOpt,
+        global_batch: GlobalBatchOpt = None,
+        seq_len: SeqLenOpt = None,
+        precision: PrecisionOpt = None,
         top: int = typer.Option(10, "--top", help="how many plans to print (0 = every plan that fits)"),
         objective: Optional[str] = typer.Option(None, "--objective",
                                                 help="throughput (default) | memory | cost | devices "
@@ -140,13 +141,13 @@ def register(app: typer.Typer) -> None:
         token_budget: Optional[str] = typer.Option(None, "--token-budget", help='tokens to train, e.g. "15T"'),
         max_nodes: Optional[int] = typer.Option(None, "--max-nodes",
                                                 help="sizing: most nodes searched (default: the cluster's)"),
-        fmt: Format = typer.Option(Format.table, "--format", help="table | json | csv"),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the plans to this file"),
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
         explain: bool = typer.Option(False, "--explain", help="why the best wins, and why other plans are out"),
         solver: str = typer.Option("cbc", "--solver", help="multi-group clusters: ILP solver, cbc | highs"),
         time_limit: float = typer.Option(10.0, "--time-limit", help="multi-group clusters: seconds per ILP solve"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar, no summary line"),
-        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+        debug: DebugOpt = False,
     ) -> None:
         """Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced
         heterogeneous plans beside the uniform and fastest-group baselines)."""
@@ -254,25 +255,25 @@ def register(app: typer.Typer) -> None:
     @app.command("check")
     @handle_errors
     def check_cmd(
-        model: str = typer.Argument(..., help="workload YAML, Hugging Face config.json, or a catalog id"),
-        hw: str = typer.Option(..., "--hw", help="cluster YAML or a cluster catalog id"),
+        model: ModelArg,
+        hw: HwOpt,
         plan: Optional[str] = typer.Option(None, "--plan", help="check this plan (default: search every plan)"),
         min_tokens_per_s: Optional[float] = typer.Option(None, "--min-tokens-per-s", help="required throughput"),
         max_step_time_s: Optional[float] = typer.Option(None, "--max-step-time-s", help="longest allowed step"),
         max_memory_fraction: Optional[float] = typer.Option(None, "--max-memory-fraction",
                                                             help="peak memory / device memory (default 1.0: fits)"),
         min_mfu: Optional[float] = typer.Option(None, "--min-mfu", help="required model FLOPs utilization (0–1)"),
-        global_batch: Optional[int] = typer.Option(None, "--global-batch", help="override training.global_batch"),
-        seq_len: Optional[int] = typer.Option(None, "--seq-len", help="override training.seq_len"),
-        precision: Optional[str] = typer.Option(None, "--precision", help="override training.precision"),
+        global_batch: GlobalBatchOpt = None,
+        seq_len: SeqLenOpt = None,
+        precision: PrecisionOpt = None,
         fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key when searching (repeatable)"),
         allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
                                                  help="let tensor parallelism span nodes"),
         junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML report here"),
-        fmt: Format = typer.Option(Format.table, "--format", help="table (text) | json | csv"),
-        output: Optional[Path] = typer.Option(None, "-o", "--output", help="write the result to this file"),
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
-        debug: bool = typer.Option(False, "--debug", help="show a traceback on errors"),
+        debug: DebugOpt = False,
     ) -> None:
         """Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input."""
         import pandas as pd
