@@ -264,23 +264,31 @@ def shape_lower_bound(workload: Workload, cluster: Cluster, shape: Shape, tp: in
     transfers every slot pays) and the fill at least F = (S − 1)·(a_min + 2·p2p) (every other stage holds ≥ 1
     layer).  Replica k then needs T ≥ m_k·z_k + F_k, so Σ_k (T − F_k)/z_k ≥ M gives
     T ≥ (M + Σ_k F_k/z_k)/Σ_k 1/z_k — monotone in z and F, hence a valid bound from their lower bounds."""
-    L = workload.model.layers
     M = workload.training.global_batch // mbs
     inv_z, f_over_z = 0.0, 0.0
     for st, reps in zip(shape.types, shape.replicas):
-        costs = [group_costs(workload, cluster, g, tp, mbs, recompute, tp > 1) for g, _ in st]
-        S = sum(cnt for _, cnt in st)
-        p2p = 0.0
-        if S > 1:
-            for a, _ in st:
-                for b, _ in st:
-                    bw, lat = link_between(cluster, a, b)
-                    p2p = max(p2p, costs[0].p2p_bytes / bw + lat)
-        z = L / sum(cnt / c.layer_s for (_, cnt), c in zip(st, costs)) + 2.0 * p2p
-        fill = (S - 1) * (min(c.layer_s for c in costs) + 2.0 * p2p)
+        z, fill = _bottleneck_bound(workload, cluster, st, tp, mbs, recompute, with_fill=True)
         inv_z += reps / z
         f_over_z += reps * fill / z
     return (M + f_over_z) / inv_z
+
+
+def _bottleneck_bound(workload: Workload, cluster: Cluster, st, tp: int, mbs: int, recompute: str,
+                      with_fill: bool = False):
+    """Lower bounds of one pipeline type's bottleneck slot z (and, optionally, its fill F); see shape_lower_bound."""
+    L = workload.model.layers
+    costs = [group_costs(workload, cluster, g, tp, mbs, recompute, tp > 1) for g, _ in st]
+    S = sum(cnt for _, cnt in st)
+    p2p = 0.0
+    if S > 1:
+        for a, _ in st:
+            for b, _ in st:
+                bw, lat = link_between(cluster, a, b)
+                p2p = max(p2p, costs[0].p2p_bytes / bw + lat)
+    z = L / sum(cnt / c.layer_s for (_, cnt), c in zip(st, costs)) + 2.0 * p2p
+    if not with_fill:
+        return z
+    return z, (S - 1) * (min(c.layer_s for c in costs) + 2.0 * p2p)
 
 
 def _supports(cluster: Cluster, g: int, workload: Workload) -> bool:
@@ -348,14 +356,18 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
         return "more replicas than micro-batches"
     heuristic, solves = False, 0
     m_est = max(1, M // K)
+    # first estimate of each type's share: M split in proportion to the replicas' speed bound (shape_lower_bound)
+    speed = [reps / _bottleneck_bound(workload, cluster, st, tp, mbs, recompute)
+             for st, reps in zip(shape.types, shape.replicas)]
+    est_by_type = [max(1, round(M * sp_ / sum(speed) / reps)) for sp_, reps in zip(speed, shape.replicas)]
     layer_sets = []
     shares_by_type: list[int] = []
-    for rnd in range(2):  # solve layers with an estimated share, then again with the balanced shares
-        if rnd == 1 and all(abs(s_ - m_est) <= 0.1 * m_est for s_ in shares_by_type):
+    for rnd in range(2):  # solve layers with the estimated shares, then again with the balanced shares
+        if rnd == 1 and all(abs(s_ - e_) <= 0.1 * e_ for s_, e_ in zip(shares_by_type, est_by_type)):
             break  # shares close to the estimate: the layer split would not change
         layer_sets = []
         for ti, st in enumerate(shape.types):
-            m_t = m_est if rnd == 0 else max(1, shares_by_type[ti])
+            m_t = est_by_type[ti] if rnd == 0 else max(1, shares_by_type[ti])
             sc = _shape_costs(workload, cluster, st, tp, mbs, recompute, m_t, K)
             best_obj, best_layers, any_feasible = math.inf, None, False
             for order in block_orders(sc):
