@@ -172,3 +172,14 @@ def test_heuristic_fallbacks_split_in_proportion():
     assert proportional_split([1.0, 1.0, 2.0], 8) == [2, 2, 4]
     assert sum(proportional_split([3.0, 1.0, 1.0], 7)) == 7 and min(proportional_split([100.0, 1.0], 5)) == 1
     assert heuristic_data([1.0, 2.0], 9) == [6, 3]  # twice as fast → twice the micro-batches
+
+
+def test_solver_timeout_falls_back_to_a_flagged_heuristic(setup, monkeypatch):
+    import parplan.planner.hetero as H
+
+    w, c = setup
+    monkeypatch.setattr(H, "solve", lambda prob, solver: ("Not Solved", 0.0))  # every ILP times out
+    ps = H.plan_hetero(w, c, baselines=False)
+    assert ps.best is not None and all(x.heuristic for x in ps.candidates)
+    assert ps.best.result.plan.label == "balanced (heuristic)"
+    assert sum(p.micro_batches for p in ps.best.result.plan.pipelines) * ps.best.result.plan.mbs == 16
