@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 
 from parplan.catalogs import entries
+from parplan.errors import SpecError
 from parplan.spec import load_yaml_file, validate
 from parplan.workloads import load_workload, workload_ids
-from parplan.workloads.loader import CatalogWorkload
+from parplan.workloads.loader import CatalogWorkload, catalog_workload
 
 REQUIRED = {
     "gpt3-175b", "mt-nlg-530b", "megatron-1t", "bloom-176b", "opt-175b",
@@ -32,12 +33,23 @@ def test_required_ids_present():
     assert not missing, f"catalog lacks {sorted(missing)}"
 
 
+# catalog models whose source publishes no global batch: a run must state one
+NO_PUBLISHED_BATCH = {"qwen2.5-72b"}
+
+
 @pytest.mark.parametrize("ident", IDS)
 def test_entry_loads_with_training(ident):
-    w = load_workload(ident)
+    e = _entry(ident)
+    if ident in NO_PUBLISHED_BATCH:
+        assert e.training.global_batch is None
+        with pytest.raises(SpecError, match=r"training.global_batch: required key is missing; add it to the file or "
+                                            r"pass --global-batch"):
+            load_workload(ident)
+        w = load_workload(ident, global_batch=512)
+    else:
+        w = load_workload(ident)
     assert w.name and w.model.source
     assert w.training.seq_len > 0 and w.training.global_batch > 0
-    e = _entry(ident)
     assert e.id == ident
     assert e.training_source, "the training block must cite its source"
 
@@ -49,7 +61,7 @@ def test_params_match_published(ident):
         assert ident in NOMINAL_ONLY, f"{ident}: params_published missing"
         assert e.notes and "params_published omitted" in e.notes
         return
-    computed = load_workload(ident).model.total_params
+    computed = catalog_workload(ident)[0].total_params
     rel = abs(computed - e.params_published) / e.params_published
     assert rel <= TOLERANCE, f"{ident}: computed {computed:,} vs published {e.params_published:,.0f} ({rel:.2%})"
 
@@ -66,7 +78,7 @@ def test_tolerance_check_can_fail():
 @pytest.mark.parametrize("ident", ["llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b", "nemotron4-15b",
                                    "nemotron4-340b", "qwen2.5-72b"])
 def test_gqa_entries(ident):
-    assert load_workload(ident).model.kv_heads == 8
+    assert catalog_workload(ident)[0].kv_heads == 8
 
 
 def test_spot_values():
@@ -81,5 +93,5 @@ def test_spot_values():
     assert (m.layers, m.hidden, m.heads, m.position, m.bias, m.vocab) == (80, 8192, 64, "alibi", False, 50368)
     n = load_workload("nemotron4-340b")
     assert n.training.global_batch == 2304 and n.model.ffn_hidden == 4 * n.model.hidden
-    q = load_workload("qwen2.5-72b").model
+    q = catalog_workload("qwen2.5-72b")[0]
     assert (q.ffn_hidden, q.vocab, q.bias) == (29568, 152064, False)
