@@ -418,7 +418,7 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
     wf, gf, of = model_state(params_first)
     wl, gl, ol = model_state(params_last)
     dyn_first = wf + gf + of + act_first + transient_first + z3_buf
-    dyn_last = wl + gl + ol + act_last + np.where(single, transient_last, transient_last) + z3_buf
+    dyn_last = wl + gl + ol + act_last + transient_last + z3_buf  # (one stage: its memory is the last-stage view)
     heavy_last = dyn_last > dyn_first
     pick = lambda first, last: np.where(heavy_last, last, first)  # noqa: E731
     dyn = pick(dyn_first, dyn_last)
