@@ -12,8 +12,11 @@ the best heuristic found, flagged as such on the plan.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import os
+import sys
 import time
 from dataclasses import dataclass, field, replace
 
@@ -51,10 +54,33 @@ class Solved:
     solve_s: float
 
 
+@contextlib.contextmanager
+def _quiet_fd1():
+    """HiGHS prints a banner on the C-level stdout even with msg=False; keep stdout for the data (CLI JSON/CSV)."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):  # no real file descriptor (e.g. captured output): nothing to protect
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
 def solve(prob: pulp.LpProblem, solver) -> tuple[str, float]:
     """Solve; "Optimal" only when the solver proved optimality (a time-limited incumbent is "Not Solved")."""
     t0 = time.perf_counter()
-    prob.solve(solver)
+    if isinstance(solver, pulp.HiGHS):
+        with _quiet_fd1():
+            prob.solve(solver)
+    else:
+        prob.solve(solver)
     st = pulp.LpStatus[prob.status]
     if st == "Optimal" and prob.sol_status != pulp.LpSolutionOptimal:
         st = "Not Solved"

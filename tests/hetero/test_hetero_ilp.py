@@ -183,3 +183,19 @@ def test_solver_timeout_falls_back_to_a_flagged_heuristic(setup, monkeypatch):
     assert ps.best is not None and all(x.heuristic for x in ps.candidates)
     assert ps.best.result.plan.label == "balanced (heuristic)"
     assert sum(p.micro_batches for p in ps.best.result.plan.pipelines) * ps.best.result.plan.mbs == 16
+
+
+def test_highs_and_cbc_find_the_same_plan(setup):
+    import pulp
+
+    if not pulp.HiGHS(msg=False).available():
+        pytest.skip("highspy not installed (pip install '.[highs]')")
+    w, c = setup
+    a = plan_hetero(w, c, baselines=False, solver="cbc")
+    b = plan_hetero(w, c, baselines=False, solver="highs")
+    assert b.best.result.step_time_s == pytest.approx(a.best.result.step_time_s, rel=1e-9)
+
+
+def test_unknown_solver_is_a_clear_error():
+    with pytest.raises(SpecError, match=r"--solver: unknown solver 'gurobi' \(allowed: cbc, highs\)"):
+        make_solver("gurobi")
