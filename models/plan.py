@@ -85,6 +85,8 @@ def parse_plan(text: str, n_devices: int | None = None) -> Plan:
             except ValueError:
                 raise SpecError(f"bad value {raw!r}: expected a whole number", key=f"plan.{key}") from None
             values[key] = iv
+    if not values:
+        raise SpecError(f"no key=value in plan {text!r}", key="plan", hint='write e.g. "tp=8,pp=4"')
     return make_plan(values, n_devices)
 
 
