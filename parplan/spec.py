@@ -104,7 +104,8 @@ def _keypath(prefix: str, loc: tuple) -> str:
 def validate(model: type[BaseModel], data: Any, *, file: str | None, prefix: str = "") -> BaseModel:
     """Validate ``data`` against a pydantic ``model``; the first problem becomes a one-line ``SpecError``."""
     if not isinstance(data, Mapping):
-        raise SpecError(f"expected a mapping of keys, got {type(data).__name__}", file=file, key=prefix or None,
+        got = "an empty document" if data is None else f"a {type(data).__name__}"
+        raise SpecError(f"expected a mapping of keys, got {got}", file=file, key=prefix or None,
                         allowed=list(model.model_fields))
     try:
         return model.model_validate(dict(data) if not isinstance(data, dict) else data)
