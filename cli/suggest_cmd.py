@@ -176,8 +176,12 @@ def register(app: typer.Typer) -> None:
             from parplan.cli.hetero_out import frame_to_csv, hetero_frame, hetero_json, render_hetero
             from parplan.planner.hetero import plan_hetero
 
-            hp = plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
-                             mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs))
+            bar = LazyProgress(not quiet, "planning")
+            try:
+                hp = plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
+                                 mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs), progress=bar)
+            finally:
+                bar.close()
             if fmt == Format.json:
                 emit(to_json(hetero_json(hp, w.name, c, top)), output)
             elif fmt == Format.csv:

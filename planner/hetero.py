@@ -529,8 +529,9 @@ def default_recompute_options(workload: Workload) -> tuple[str, ...]:
 def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", time_limit_s: float = 10.0,
                 mbs_options=(1, 2, 4), recompute_options=None, zero_options=(1,),
                 tp_options=None, baselines: bool = True, max_depth_options: int = 2,
-                prune: bool = True) -> HeteroPlanSet:
+                prune: bool = True, progress=None) -> HeteroPlanSet:
     """Search shapes × knobs with the two ILPs; return the ranked candidates and both baselines.
+    ``progress``: optional ``f(done, total)`` called as configurations are taken up.
 
     ``zero_options`` defaults to ZeRO-1 (optimizer states sharded among the owners of each chunk): the chunked
     all-reduce costs the same either way, so zero=1 is never slower and always smaller."""
@@ -565,7 +566,9 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
     queue.sort(key=lambda q: (q[0], q[1]))
     best_t = math.inf
     pruned = 0
-    for lb, _, shape, tp, mbs, rc, zero in queue:
+    for done, (lb, _, shape, tp, mbs, rc, zero) in enumerate(queue):
+        if progress is not None:
+            progress(done, len(queue))
         if prune and lb >= best_t:
             pruned += 1
             continue
