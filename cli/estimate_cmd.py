@@ -30,6 +30,18 @@ def estimate_row(e: Estimate) -> dict:
     return row
 
 
+def _parts_table(title: str, unit: str, parts: dict, suffix: str, fmt, total: float) -> Table:
+    """One breakdown (time or memory): each part, its value and its share of the total."""
+    t = Table(title=title)
+    t.add_column("part")
+    t.add_column(unit, justify="right")
+    t.add_column("share", justify="right")
+    for k, v in parts.items():
+        t.add_row(k.removesuffix(suffix), fmt(v), f"{100 * v / total:.1f} %")
+    t.add_row("total", fmt(sum(parts.values())), "100.0 %", style="bold")
+    return t
+
+
 def render_table(e: Estimate) -> str:
     con = out_console()
     with con.capture() as cap:
@@ -46,22 +58,10 @@ def render_table(e: Estimate) -> str:
         head.add_row("micro-batches", f"{e.micro_batches} per pipeline; critical stage: {e.critical_stage}")
         head.add_row("efficiencies", e.provenance)
         con.print(head)
-        t = Table(title="time per step (critical pipeline stage)")
-        t.add_column("part")
-        t.add_column("time", justify="right")
-        t.add_column("share", justify="right")
-        for k, v in e.breakdown.time_s.items():
-            t.add_row(k.removesuffix("_s"), human_s(v), f"{100 * v / e.step_time_s:.1f} %")
-        t.add_row("total", human_s(e.breakdown.total_time_s), "100.0 %", style="bold")
-        con.print(t)
-        mt = Table(title="memory per device (heaviest stage)")
-        mt.add_column("part")
-        mt.add_column("GiB", justify="right")
-        mt.add_column("share", justify="right")
-        for k, v in e.breakdown.memory_bytes.items():
-            mt.add_row(k.removesuffix("_bytes"), gib(v), f"{100 * v / e.memory_peak_bytes:.1f} %")
-        mt.add_row("total", gib(e.breakdown.total_memory_bytes), "100.0 %", style="bold")
-        con.print(mt)
+        con.print(_parts_table("time per step (critical pipeline stage)", "time", e.breakdown.time_s, "_s",
+                               human_s, e.step_time_s))
+        con.print(_parts_table("memory per device (heaviest stage)", "GiB", e.breakdown.memory_bytes, "_bytes",
+                               gib, e.memory_peak_bytes))
     return cap.get()
 
 

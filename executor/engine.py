@@ -212,6 +212,19 @@ def _run(prog: Program) -> RunResult:
             join[o] = t
             retime(olinks[o], t, -1, o)
 
+    def launch(j, t):
+        """Start op j at t: compute finishes after its duration; a transfer alone on an idle link with no latency
+        runs at full rate at once (fast path), any other waits out its latency and joins its links."""
+        start[j] = t
+        lj = olinks[j]
+        if lj is None:
+            push(heap, (t + dur[j], 0, nxt(), j))
+        elif lat[j] == 0.0 and len(lj) == 1 and not lact[lj[0]]:
+            join[j] = t
+            retime(lj, t, -1, j)
+        else:
+            begin_transfer(j, t)
+
     # ops without dependencies at the head of their stream start at t = 0
     for s in range(ns):
         o = sops[s][0]
@@ -248,40 +261,12 @@ def _run(prog: Program) -> RunResult:
                 if sj != s and not sbusy[sj] and spos[sj] == opos[j]:
                     spos[sj] += 1
                     sbusy[sj] = True
-                    start[j] = t
-                    lj = olinks[j]
-                    if lj is None:
-                        push(heap, (t + dur[j], 0, nxt(), j))
-                    elif lat[j] == 0.0 and len(lj) == 1 and not lact[lj[0]]:
-                        join[j] = t  # alone on an idle link
-                        lact[lj[0]].append(j)
-                        xrem[j] = dur[j]
-                        xt[j] = t
-                        xrate[j] = 1.0
-                        sq = nxt()
-                        expect[j] = sq
-                        push(heap, (t + dur[j], 0, sq, j))
-                    else:
-                        begin_transfer(j, t)
+                    launch(j, t)
         pos = spos[s]
         j = sops[s][pos]
         if j >= 0 and ndeps[j] == 0:
             spos[s] = pos + 1
-            start[j] = t
-            lj = olinks[j]
-            if lj is None:
-                push(heap, (t + dur[j], 0, nxt(), j))
-            elif lat[j] == 0.0 and len(lj) == 1 and not lact[lj[0]]:
-                join[j] = t
-                lact[lj[0]].append(j)
-                xrem[j] = dur[j]
-                xt[j] = t
-                xrate[j] = 1.0
-                sq = nxt()
-                expect[j] = sq
-                push(heap, (t + dur[j], 0, sq, j))
-            else:
-                begin_transfer(j, t)
+            launch(j, t)
         else:
             sbusy[s] = False
 

@@ -1,7 +1,7 @@
 """The plan: how a training job is split over devices (degrees of each parallelism and knobs)."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from parplan.errors import SpecError, did_you_mean
 
@@ -40,16 +40,65 @@ class Plan:
         return asdict(self)
 
 
-_INT_KEYS = {f.name for f in fields(Plan) if f.type in ("int", int)}
+def _label(where: str, key: str) -> str:
+    return f"{where}.{key}" if where == "plan" else f"{where} {key}"
 
 
-def _parse_bool(v: str, key: str) -> bool:
-    low = v.strip().lower()
-    if low in ("true", "1", "yes", "on"):
-        return True
-    if low in ("false", "0", "no", "off"):
-        return False
-    raise SpecError(f"bad value {v!r}", key=f"plan.{key}", allowed=["true", "false"])
+def split_pairs(items, where: str = "plan") -> list[tuple[str, object]]:
+    """``"tp=8,pp=4"``, ``["tp=8", "pp=4"]`` or a mapping → ``[("tp", "8"), ("pp", "4")]``."""
+    if isinstance(items, dict):
+        return list(items.items())
+    pairs: list[tuple[str, object]] = []
+    for item in [items] if isinstance(items, str) else items:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "=" not in part:
+                raise SpecError(f"expected key=value, got {part!r}", key=where, hint='write e.g. "tp=8,pp=4"')
+            key, _, raw = part.partition("=")
+            pairs.append((key.strip(), raw.strip()))
+    return pairs
+
+
+def parse_plan_values(pairs, where: str = "plan") -> dict:
+    """Typed, range-checked plan values from (key, raw) pairs: ``recompute`` a name, ``sp`` a bool, the rest whole
+    numbers (``zero`` 0–3, the degrees ≥ 1).  Shared by plan strings and the planner's ``--fix`` pins."""
+    values: dict[str, object] = {}
+    for key, raw in pairs:
+        if key not in PLAN_KEYS:
+            raise SpecError(f"unknown plan key {key!r}", key=where, allowed=list(PLAN_KEYS),
+                            hint=did_you_mean(key, PLAN_KEYS))
+        if key in values:
+            raise SpecError(f"key {key!r} given twice", key=where)
+        if key == "recompute":
+            if raw not in RECOMPUTE:
+                raise SpecError(f"bad value {raw!r}", key=_label(where, key), allowed=list(RECOMPUTE),
+                                hint=did_you_mean(str(raw), RECOMPUTE))
+            values[key] = raw
+        elif key == "sp":
+            low = str(raw).strip().lower()
+            if isinstance(raw, bool):
+                values[key] = raw
+            elif low in ("true", "1", "yes", "on"):
+                values[key] = True
+            elif low in ("false", "0", "no", "off"):
+                values[key] = False
+            else:
+                raise SpecError(f"bad value {raw!r}", key=_label(where, key), allowed=["true", "false"])
+        else:
+            try:
+                iv = int(raw)
+                if isinstance(raw, bool) or (isinstance(raw, float) and iv != raw):
+                    raise ValueError
+            except (TypeError, ValueError):
+                raise SpecError(f"bad value {raw!r}: expected a whole number", key=_label(where, key)) from None
+            if key == "zero" and iv not in (0, 1, 2, 3):
+                raise SpecError(f"bad value {iv}", key=_label(where, key), allowed=["0", "1", "2", "3"])
+            if key != "zero" and iv < 1:
+                raise SpecError(f"bad value {iv}: must be a whole number ≥ 1", key=_label(where, key))
+            values[key] = iv
+    return values
 
 
 def parse_plan(text: str, n_devices: int | None = None) -> Plan:
@@ -59,32 +108,7 @@ def parse_plan(text: str, n_devices: int | None = None) -> Plan:
     """
     if not isinstance(text, str) or not text.strip():
         raise SpecError("empty plan", key="plan", hint='write e.g. "tp=8,pp=4,mbs=1"')
-    values: dict[str, object] = {}
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise SpecError(f"expected key=value, got {part!r}", key="plan", hint='write e.g. "tp=8,pp=4"')
-        key, _, raw = part.partition("=")
-        key, raw = key.strip(), raw.strip()
-        if key not in PLAN_KEYS:
-            raise SpecError(f"unknown key {key!r}", key="plan", allowed=list(PLAN_KEYS), hint=did_you_mean(key, PLAN_KEYS))
-        if key in values:
-            raise SpecError(f"key {key!r} given twice", key="plan")
-        if key == "recompute":
-            if raw not in RECOMPUTE:
-                raise SpecError(f"bad value {raw!r}", key="plan.recompute", allowed=list(RECOMPUTE),
-                                hint=did_you_mean(raw, RECOMPUTE))
-            values[key] = raw
-        elif key == "sp":
-            values[key] = _parse_bool(raw, key)
-        else:
-            try:
-                iv = int(raw)
-            except ValueError:
-                raise SpecError(f"bad value {raw!r}: expected a whole number", key=f"plan.{key}") from None
-            values[key] = iv
+    values = parse_plan_values(split_pairs(text))
     if not values:
         raise SpecError(f"no key=value in plan {text!r}", key="plan", hint='write e.g. "tp=8,pp=4"')
     return make_plan(values, n_devices)

@@ -37,8 +37,8 @@ from typing import Optional
 
 import numpy as np
 
-from parplan.errors import SpecError, did_you_mean
-from parplan.models.plan import PLAN_KEYS, RECOMPUTE
+from parplan.errors import SpecError
+from parplan.models.plan import PLAN_KEYS, RECOMPUTE, parse_plan_values, split_pairs
 from parplan.models.training import PlanArrays
 from parplan.workloads.transformer import Workload
 
@@ -116,59 +116,16 @@ def divisors(n: int) -> np.ndarray:
 
 
 def parse_fix(items) -> dict:
-    """``["tp=8", "pp=4"]``, ``"tp=8,pp=4"`` or a mapping → ``{"tp": 8, "pp": 4}`` (typed like ``Plan``)."""
+    """``["tp=8", "pp=4"]``, ``"tp=8,pp=4"`` or a mapping → ``{"tp": 8, "pp": 4}`` (typed like ``Plan``, recompute as
+    its index); the same parsing and checks as plan strings, plus ep = 1 (the planner prices dense models)."""
     if items is None:
         return {}
-    if isinstance(items, dict):
-        pairs = list(items.items())
-    else:
-        if isinstance(items, str):
-            items = [items]
-        pairs = []
-        for item in items:
-            for part in str(item).split(","):
-                part = part.strip()
-                if not part:
-                    continue
-                if "=" not in part:
-                    raise SpecError(f"expected key=value, got {part!r}", key="--fix", hint="write e.g. --fix tp=8")
-                k, _, v = part.partition("=")
-                pairs.append((k.strip(), v.strip()))
-    out: dict = {}
-    for k, v in pairs:
-        if k not in PLAN_KEYS:
-            raise SpecError(f"unknown plan key {k!r}", key="--fix", allowed=list(PLAN_KEYS), hint=did_you_mean(k, PLAN_KEYS))
-        if k in out:
-            raise SpecError(f"key {k!r} fixed twice", key="--fix")
-        if k == "recompute":
-            if v not in RECOMPUTE:
-                raise SpecError(f"bad value {v!r}", key="--fix recompute", allowed=list(RECOMPUTE),
-                                hint=did_you_mean(str(v), RECOMPUTE))
-            out[k] = RECOMPUTE.index(v)
-        elif k == "sp":
-            if isinstance(v, bool):
-                out[k] = v
-            elif str(v).lower() in ("true", "1", "yes", "on"):
-                out[k] = True
-            elif str(v).lower() in ("false", "0", "no", "off"):
-                out[k] = False
-            else:
-                raise SpecError(f"bad value {v!r}", key="--fix sp", allowed=["true", "false"])
-        else:
-            try:
-                iv = int(v)
-                if isinstance(v, float) and iv != v:
-                    raise ValueError
-            except (TypeError, ValueError):
-                raise SpecError(f"bad value {v!r}: expected a whole number", key=f"--fix {k}") from None
-            if k == "zero" and iv not in ZERO_LEVELS:
-                raise SpecError(f"bad value {iv}", key="--fix zero", allowed=["0", "1", "2", "3"])
-            if k != "zero" and iv < 1:
-                raise SpecError(f"bad value {iv}: must be ≥ 1", key=f"--fix {k}")
-            if k == "ep" and iv != 1:
-                raise SpecError(f"ep={iv} needs a mixture-of-experts workload; the planner prices dense models",
-                                key="--fix ep", allowed=["1"])
-            out[k] = iv
+    out = parse_plan_values(split_pairs(items, "--fix"), "--fix")
+    if out.get("ep", 1) != 1:
+        raise SpecError(f"ep={out['ep']} needs a mixture-of-experts workload; the planner prices dense models",
+                        key="--fix ep", allowed=["1"])
+    if "recompute" in out:
+        out["recompute"] = RECOMPUTE.index(out["recompute"])
     return out
 
 
