@@ -1,6 +1,13 @@
-"""Hardware catalogs (devices, links, clusters) and the cluster file of input contract v1."""
+"""Hardware catalogs (devices, links, clusters) and the cluster file (input contract v1, plus the v2 keys).
+
+Contract v2 additions, all optional (a v1 file means the same): a group's ``device`` may be a catalog id, an
+inline device mapping (the schema of a device YAML; ``id``, ``name`` and ``source`` optional) or a path to a
+device YAML (relative to the cluster file's folder); group keys ``scale_up_domain`` and ``topology``.
+"""
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Optional, Union
@@ -9,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from parplan.catalogs import entries
 from parplan.errors import SpecError, did_you_mean
-from parplan.hardware.types import DTYPES, Cluster, Device, Link, NodeGroup
+from parplan.hardware.types import DTYPES, Cluster, Device, Link, NodeGroup, check_scale_up
 from parplan.spec import load_yaml_file, locate, validate
 from parplan.units import parse_quantity
 
@@ -27,13 +34,15 @@ class PeakFlopsEntry(_Strict):
     fp16: Optional[Quantity] = None
     bf16: Optional[Quantity] = None
     fp8: Optional[Quantity] = None
+    mxfp8: Optional[Quantity] = None  # OCP MX FP8 (block-scaled), dense
+    nvfp4: Optional[Quantity] = None  # NVIDIA NVFP4, dense
     int8: Optional[Quantity] = None
 
 
 class DeviceEntry(_Strict):
     id: str
     name: str
-    kind: Literal["gpu", "cpu", "dsp", "edge", "accelerator"]
+    kind: Literal["gpu", "tpu", "cpu", "dsp", "edge", "accelerator"]
     vendor: str
     memory: Quantity
     memory_bandwidth: Quantity
@@ -41,19 +50,31 @@ class DeviceEntry(_Strict):
     tdp: Optional[Quantity] = None
     price_per_hour: Optional[Quantity] = None
     price_source: Optional[str] = None
+    generation: Optional[str] = None  # architecture generation id, e.g. hopper, cdna3, tpu-v5p
+    compute_units: Optional[int] = Field(default=None, gt=0)  # SMs / CUs / MMEs / TensorCores per chip
     source: str = Field(min_length=8)
     notes: Optional[str] = None
+
+
+class UserDeviceEntry(DeviceEntry):
+    """A device written inline in a cluster file or in a user's device YAML: ``id``, ``name``, ``source`` optional."""
+
+    id: Optional[str] = None
+    name: Optional[str] = None
+    source: Optional[str] = None
 
 
 class LinkEntry(_Strict):
     id: str
     name: str
-    kind: Literal["nvlink", "pcie", "infiniband", "roce", "ethernet", "xgmi", "omnipath"]
+    kind: Literal["nvlink", "pcie", "infiniband", "roce", "ethernet", "xgmi", "omnipath", "ici", "dcn"]
     scope: Literal["intra_node", "inter_node"]
     bandwidth: Quantity
     latency: Quantity
+    nvls: bool = False  # NVLink SHARP (in-switch reductions)
     source: str = Field(min_length=8)
     latency_source: Optional[str] = None
+    nvls_source: Optional[str] = None
     notes: Optional[str] = None
 
 
@@ -64,12 +85,14 @@ class InlineLink(_Strict):
 
 
 class GroupEntry(_Strict):
-    device: str
+    device: Any  # catalog id, path to a device YAML, or an inline device mapping (checked in _resolve_device)
     nodes: int = Field(gt=0)
     devices_per_node: int = Field(gt=0)
     intra_node: Union[str, InlineLink]
     inter_node: Union[str, InlineLink]
     nics_per_node: Optional[int] = Field(default=None, gt=0)
+    scale_up_domain: Optional[int] = Field(default=None, gt=0)
+    topology: Literal["switch", "torus-2d", "torus-3d"] = "switch"
 
 
 class ClusterFile(_Strict):
@@ -98,6 +121,36 @@ def _unknown(kind: str, ident: str, known: list[str], key: str | None = None, fi
     return SpecError(f"unknown {noun} id {ident!r}", key=key, file=file, hint=hint)
 
 
+_GENERATION = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
+
+
+def _device_from_entry(e: DeviceEntry, *, file: str | None, prefix: str = "", default_id: str = "",
+                       default_source: str = "") -> Device:
+    """A ``Device`` from a validated entry; ``prefix`` is the key path of the entry inside ``file``."""
+    peaks = {}
+    for dt in DTYPES:
+        v = getattr(e.peak_flops, dt)
+        if v is not None:
+            peaks[dt] = parse_quantity(v, "flops_per_s", key=f"{prefix}peak_flops.{dt}", file=file)
+    if not peaks:
+        raise SpecError("no peak FLOP/s given", file=file, key=f"{prefix}peak_flops", allowed=list(DTYPES))
+    if e.generation is not None and not _GENERATION.match(e.generation):
+        raise SpecError(f"bad value {e.generation!r}: a generation id is lower-case, e.g. hopper, cdna3, tpu-v5p",
+                        file=file, key=f"{prefix}generation", value=e.generation)
+    ident = e.id or default_id
+    return Device(
+        id=ident, name=e.name or ident, kind=e.kind, vendor=e.vendor,
+        memory_bytes=parse_quantity(e.memory, "bytes", key=f"{prefix}memory", file=file),
+        memory_bandwidth_bytes_per_s=parse_quantity(e.memory_bandwidth, "bytes_per_s",
+                                                    key=f"{prefix}memory_bandwidth", file=file),
+        peak_flops_per_s=peaks, source=e.source or default_source,
+        tdp_w=parse_quantity(e.tdp, "watts", key=f"{prefix}tdp", file=file) if e.tdp is not None else None,
+        price_per_hour=(parse_quantity(e.price_per_hour, "dollars_per_hour", key=f"{prefix}price_per_hour",
+                                       file=file) if e.price_per_hour is not None else None),
+        generation=e.generation or "", compute_units=e.compute_units,
+    )
+
+
 @lru_cache(maxsize=None)
 def get_device(ident: str) -> Device:
     """A device of the hardware catalog by id."""
@@ -109,23 +162,10 @@ def get_device(ident: str) -> Device:
     e = validate(DeviceEntry, data, file=str(path))
     if e.id != ident:
         raise SpecError(f"id {e.id!r} does not match the file name", file=str(path), key="id")
-    peaks = {}
-    for dt in DTYPES:
-        v = getattr(e.peak_flops, dt)
-        if v is not None:
-            peaks[dt] = parse_quantity(v, "flops_per_s", key=f"peak_flops.{dt}", file=str(path))
-    if not peaks:
-        raise SpecError("no peak FLOP/s given", file=str(path), key="peak_flops", allowed=list(DTYPES))
-    return Device(
-        id=e.id, name=e.name, kind=e.kind, vendor=e.vendor,
-        memory_bytes=parse_quantity(e.memory, "bytes", key="memory", file=str(path)),
-        memory_bandwidth_bytes_per_s=parse_quantity(e.memory_bandwidth, "bytes_per_s", key="memory_bandwidth",
-                                                    file=str(path)),
-        peak_flops_per_s=peaks, source=e.source,
-        tdp_w=parse_quantity(e.tdp, "watts", key="tdp", file=str(path)) if e.tdp is not None else None,
-        price_per_hour=(parse_quantity(e.price_per_hour, "dollars_per_hour", key="price_per_hour", file=str(path))
-                        if e.price_per_hour is not None else None),
-    )
+    try:
+        return _device_from_entry(e, file=str(path))
+    except SpecError as err:
+        raise locate(err, data, str(path)) from None
 
 
 @lru_cache(maxsize=None)
@@ -140,7 +180,8 @@ def get_link(ident: str) -> Link:
         raise SpecError(f"id {e.id!r} does not match the file name", file=str(path), key="id")
     return Link(id=e.id, name=e.name, kind=e.kind,
                 bandwidth_bytes_per_s=parse_quantity(e.bandwidth, "bytes_per_s", key="bandwidth", file=str(path)),
-                latency_s=parse_quantity(e.latency, "seconds", key="latency", file=str(path)), source=e.source)
+                latency_s=parse_quantity(e.latency, "seconds", key="latency", file=str(path)), source=e.source,
+                nvls=e.nvls)
 
 
 def link_entry(ident: str) -> LinkEntry:
@@ -168,7 +209,7 @@ def _resolve_link(spec: Union[str, InlineLink], key: str, file: str | None) -> L
 
 
 def cluster_from_dict(data: Any, file: str | None = None) -> Cluster:
-    """Build a ``Cluster`` from the parsed cluster file (contract v1)."""
+    """Build a ``Cluster`` from the parsed cluster file (contract v1, plus the optional v2 keys)."""
     try:
         return _cluster_from_dict(data, file)
     except SpecError as err:
@@ -177,21 +218,59 @@ def cluster_from_dict(data: Any, file: str | None = None) -> Cluster:
         raise
 
 
+def _device_file(spec: str, file: str | None) -> Path | None:
+    """The device YAML a group's ``device`` string names, or None when it is meant as a catalog id."""
+    p = Path(spec).expanduser()
+    if not p.is_absolute():
+        p = (Path(file).parent if file else Path.cwd()) / p
+    if spec.endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec or p.is_file():
+        return p
+    return None
+
+
+def _user_device(data: Any, *, file: str | None, prefix: str, default_id: str, default_source: str) -> Device:
+    e = validate(UserDeviceEntry, data, file=file, prefix=prefix.rstrip("."))
+    try:
+        return _device_from_entry(e, file=file, prefix=prefix, default_id=default_id, default_source=default_source)
+    except SpecError as err:
+        raise locate(err, data if not prefix else None, file) from None
+
+
+def _resolve_device(spec: Any, key: str, file: str | None) -> Device:
+    """A group's device: a catalog id, a path to a device YAML, or an inline mapping (contract v2)."""
+    if isinstance(spec, Mapping):
+        return _user_device(spec, file=file, prefix=f"{key}.", default_id=f"inline:{key.rsplit('.', 1)[0]}",
+                            default_source=f"user input ({file or 'inline'}, {key})")
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"bad value {spec!r}: expected a device catalog id, a path to a device YAML, "
+                        "or an inline device mapping", key=key, file=file, value=spec,
+                        hint="see `parplan catalog list hardware`")
+    if spec in device_ids():
+        return get_device(spec)
+    path = _device_file(spec, file)
+    if path is None:
+        raise _unknown("hardware", spec, device_ids(), key=key, file=file)
+    if not path.is_file():
+        raise SpecError(f"device file {spec!r} not found (looked for {path})", key=key, file=file, value=spec,
+                        hint="a relative path is resolved against the cluster file's folder")
+    data = load_yaml_file(path)
+    return _user_device(data, file=str(path), prefix="", default_id=path.stem,
+                        default_source=f"user device file {path.name}")
+
+
 def _cluster_from_dict(data: Any, file: str | None) -> Cluster:
     cf = validate(ClusterFile, data, file=file)
     groups = []
     for i, g in enumerate(cf.groups):
         key = f"groups[{i}]"
-        try:
-            dev = get_device(g.device)
-        except SpecError as err:
-            if err.file is None:
-                raise _unknown("hardware", g.device, device_ids(), key=f"{key}.device", file=file) from None
-            raise
+        raw = data["groups"][i].get("device", g.device) if isinstance(data, Mapping) else g.device
+        dev = _resolve_device(raw, f"{key}.device", file)
+        check_scale_up(g.scale_up_domain, g.devices_per_node, g.nodes, g.topology, key=key)
         groups.append(NodeGroup(device=dev, nodes=g.nodes, devices_per_node=g.devices_per_node,
                                 intra_node=_resolve_link(g.intra_node, f"{key}.intra_node", file),
                                 inter_node=_resolve_link(g.inter_node, f"{key}.inter_node", file),
-                                nics_per_node=g.nics_per_node))
+                                nics_per_node=g.nics_per_node, scale_up_domain=g.scale_up_domain,
+                                topology=g.topology))
     inter_group = _resolve_link(cf.inter_group, "inter_group", file) if cf.inter_group is not None else None
     return Cluster(name=cf.name, groups=tuple(groups), inter_group=inter_group, source_file=file)
 

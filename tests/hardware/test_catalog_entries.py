@@ -32,7 +32,8 @@ REQUIRED_CLUSTERS = {
     "jean-zay-a100-384", "a100-40gb-roce-128", "mixed-h100-a100-v100",
 }
 # Devices with an FP8 tensor mode whose FP8 peak is exactly twice the BF16 peak.
-HOPPER_BLACKWELL = ["h100-sxm-80gb", "h100-pcie-80gb", "h800-sxm-80gb", "h200-sxm-141gb", "b200", "gb200"]
+HOPPER_BLACKWELL = ["h100-sxm-80gb", "h100-pcie-80gb", "h800-sxm-80gb", "h200-sxm-141gb", "b200", "gb200",
+                    "h100-sxm-96gb", "b300", "gb300"]
 # dtypes the architecture has no tensor-core / matrix-unit mode for.
 UNSUPPORTED = {
     "v100-sxm-32gb": {"bf16", "tf32", "fp8", "int8"},
@@ -41,9 +42,12 @@ UNSUPPORTED = {
     "a100-pcie-80gb": {"fp8"},
     "a10g": {"fp8"},
     "mi250x": {"tf32", "fp8"},
+    "mi350x": {"tf32"},  # CDNA 4 emulates TF32 through BF16
+    "mi355x": {"tf32"},
 }
-INTER_NODE_KINDS = {"infiniband", "roce", "ethernet", "omnipath"}
-INTRA_NODE_KINDS = {"nvlink", "pcie", "xgmi"}
+# RoCE is either: a NIC fabric between nodes, or Gaudi's on-die all-to-all ports inside a server.
+INTER_NODE_KINDS = {"infiniband", "ethernet", "omnipath", "dcn"}
+INTRA_NODE_KINDS = {"nvlink", "pcie", "xgmi", "ici"}
 
 
 def test_required_ids_present():
