@@ -12,6 +12,7 @@ from parplan.hardware.catalog import (cluster_ids, device_entry, device_ids, get
                                       link_ids, load_cluster)
 from parplan.spec import load_yaml_file
 from parplan.catalogs import entries
+from parplan.models.framework import framework_ids, get_framework
 from parplan.workloads.loader import catalog_workload, workload_ids
 
 
@@ -20,10 +21,11 @@ class Section(str, Enum):
     links = "links"
     workloads = "workloads"
     clusters = "clusters"
+    frameworks = "frameworks"
 
 
 def _list(section: Section) -> str:
-    con = out_console(160)
+    con = out_console(200 if section == Section.frameworks else 160)
     with con.capture() as cap:
         if section == Section.hardware:
             t = Table(title="hardware (dense peaks)")
@@ -50,6 +52,17 @@ def _list(section: Section) -> str:
                 s, _, _ = catalog_workload(i)
                 t.add_row(i, s.name, f"{s.total_params / 1e9:.2f}", str(s.layers), str(s.hidden),
                           f"{s.heads}/{s.kv_heads}", f"{s.ffn} {s.ffn_hidden}", str(s.vocab))
+        elif section == Section.frameworks:
+            t = Table(title="frameworks (what each can launch, and how it overlaps communication)")
+            for c in ("id", "name", "zero", "tp / sp", "pp / vpp", "cp", "ep", "hsdp", "TP overlap", "fp8 recipes",
+                      "grad reduce", "attention"):
+                t.add_column(c)
+            yn = {True: "yes", False: "no"}
+            for i in framework_ids():
+                f = get_framework(i)
+                t.add_row(i, f.name, ",".join(map(str, f.zero)), f"{yn[f.tp]} / {f.sp}", f"{yn[f.pp]} / {yn[f.vpp]}",
+                          yn[f.cp], yn[f.ep], yn[f.hsdp], f"{f.tp_comm_overlap} ({'|'.join(f.tp_comm_overlap_options)})",
+                          ",".join(f.fp8_recipes) or "—", f.grad_reduce_dtype, f.attention_kernel)
         else:
             t = Table(title="clusters")
             for c in ("id", "devices", "groups"):
@@ -65,7 +78,7 @@ def _list(section: Section) -> str:
 
 def _show(ident: str) -> str:
     for section, ids in (("hardware/devices", device_ids()), ("hardware/links", link_ids()),
-                         ("workloads", workload_ids()), ("clusters", cluster_ids())):
+                         ("workloads", workload_ids()), ("clusters", cluster_ids()), ("frameworks", framework_ids())):
         if ident in ids:
             path = entries(*section.split("/"))[ident]
             if section == "hardware/devices":
@@ -74,11 +87,13 @@ def _show(ident: str) -> str:
                 link_entry(ident)
             elif section == "workloads":
                 catalog_workload(ident)
+            elif section == "frameworks":
+                get_framework(ident)
             else:
                 load_cluster(ident)
             load_yaml_file(path)
             return f"# {section}/{ident}.yaml\n" + path.read_text(encoding="utf-8")
-    every = device_ids() + link_ids() + workload_ids() + cluster_ids()
+    every = device_ids() + link_ids() + workload_ids() + cluster_ids() + framework_ids()
     raise SpecError(f"unknown catalog id {ident!r}", hint=did_you_mean(ident, every) or "see `parplan catalog list`")
 
 
@@ -88,7 +103,8 @@ def register(app: typer.Typer) -> None:
 
     @cat.command("list")
     @handle_errors
-    def list_cmd(section: Section = typer.Argument(Section.hardware, help="hardware | links | workloads | clusters"),
+    def list_cmd(section: Section = typer.Argument(Section.hardware,
+                                                   help="hardware | links | workloads | clusters | frameworks"),
                  debug: bool = typer.Option(False, "--debug")) -> None:
         """List the ids of one catalog section with their key figures."""
         emit(_list(section), None)

@@ -29,6 +29,9 @@ HwOpt = Annotated[str, typer.Option("--hw", help="cluster YAML or a cluster cata
 SeqLenOpt = Annotated[Optional[int], typer.Option("--seq-len", help="override training.seq_len")]
 GlobalBatchOpt = Annotated[Optional[int], typer.Option("--global-batch", help="override training.global_batch")]
 PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", help="override training.precision")]
+FrameworkOpt = Annotated[Optional[str], typer.Option(
+    "--framework", help="override training.framework: the training framework whose overlaps and launchable plans "
+                        "apply (see `parplan catalog list frameworks`; default megatron-core)")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="table | json | csv")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="write the result to this file")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show a traceback on errors")]
@@ -48,7 +51,7 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> "typer.Exit":
     return typer.Exit(code)
 
 
-PRECISIONS = ["fp32", "fp16", "bf16", "fp8"]
+PRECISIONS = ["fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "int8"]
 
 
 def check_precision(precision: "str | None") -> None:
@@ -58,6 +61,14 @@ def check_precision(precision: "str | None") -> None:
     if precision is not None and precision not in PRECISIONS:
         raise SpecError(f"bad value {precision!r}", key="--precision", allowed=PRECISIONS,
                         hint=did_you_mean(precision, PRECISIONS))
+
+
+def check_framework(framework: "str | None") -> None:
+    """``--framework`` must be a framework catalog id (checked before any loading, so the error names the flag)."""
+    if framework is not None:
+        from parplan.models.framework import check_framework_id
+
+        check_framework_id(framework, key="--framework")
 
 
 def handle_errors(fn: Callable) -> Callable:

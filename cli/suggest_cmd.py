@@ -17,9 +17,9 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from parplan.cli.common import (check_precision, DebugOpt, emit, err_console, EXIT_CHECK_FAILED, Format, FormatOpt,
-                                GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt,
-                                PrecisionOpt, SeqLenOpt, to_json)
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, err_console, EXIT_CHECK_FAILED,
+                                Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, human_s, HwOpt,
+                                ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
 from parplan.errors import SpecError, did_you_mean
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
@@ -123,6 +123,7 @@ def register(app: typer.Typer) -> None:
         global_batch: GlobalBatchOpt = None,
         seq_len: SeqLenOpt = None,
         precision: PrecisionOpt = None,
+        framework: FrameworkOpt = None,
         top: int = typer.Option(10, "--top", help="how many plans to print (0 = every plan that fits)"),
         objective: Optional[str] = typer.Option(None, "--objective",
                                                 help="throughput (default) | memory | cost | devices "
@@ -158,17 +159,19 @@ def register(app: typer.Typer) -> None:
         from parplan.workloads.loader import load_workload
 
         check_precision(precision)
+        check_framework(framework)
         if objective is not None and objective not in OBJECTIVE_NAMES:
             raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVE_NAMES,
                             hint=did_you_mean(objective, OBJECTIVE_NAMES))
-        w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
+        w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision, framework=framework)
         c = load_cluster(hw)
         if not c.is_homogeneous:
             unsupported = {"--objective": objective not in (None, "throughput"), "--fix": bool(fix),
                            "--memory-headroom": memory_headroom != 0.0, "--allow-cross-node-tp": allow_cross_node_tp,
                            "--price-per-hour": price_per_hour is not None,
                            "--target-tokens-per-s": target_tokens_per_s is not None, "--deadline": deadline is not None,
-                           "--token-budget": token_budget is not None, "--max-nodes": max_nodes is not None}
+                           "--token-budget": token_budget is not None, "--max-nodes": max_nodes is not None,
+                           "--framework": framework is not None}
             given = [k for k, v in unsupported.items() if v]
             if given:
                 raise SpecError(f"{', '.join(given)} not supported on a multi-group cluster ({len(c.groups)} device "

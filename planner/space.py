@@ -25,7 +25,11 @@ Knob rules (counted per plan):
 * ``vpp > 1`` only with ``pp > 1``, ``L % (pp·vpp) == 0`` and micro-batches per pipeline ``m % pp == 0``;
 * ``zero > 0`` only when the gradient group ``dp·cp`` has more than one rank (sharding over one rank is plain data
   parallelism; the cost model would otherwise credit ZeRO-2's 16-bit gradients for free);
-* ``sp = true`` only with ``tp > 1`` (sequence parallelism splits over the TP ranks).
+* ``sp = true`` only with ``tp > 1`` (sequence parallelism splits over the TP ranks);
+* the workload's framework (``training.framework``, default ``megatron-core``; ``suggest --framework``) can launch
+  the plan: ``FrameworkProfile.plan_mask`` (parplan.models.framework) — its ZeRO levels, parallelisms, sequence
+  parallelism mode, recompute modes, layer split and the framework's own rules, each cited in
+  ``catalogs/frameworks/<id>.yaml``; the excluded plans are counted under ``framework`` per failed check.
 
 ``fix`` pins any plan key to one value (``--fix tp=8``); a pinned value that no rule admits leaves an empty space.
 """
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from math import gcd
+from types import SimpleNamespace
 from typing import Optional
 
 import numpy as np
@@ -47,7 +52,7 @@ ZERO_LEVELS = (0, 1, 2, 3)
 
 # names of the exclusion reasons, in the order they are attributed (the first rule a plan breaks is counted)
 FACTOR_RULES = ("tp_heads", "tp_node", "pp_layers", "cp_seq", "batch_dp", "fixed")
-KNOB_RULES = ("mbs_batch", "vpp", "zero_dp1", "sp_tp1", "fixed")
+KNOB_RULES = ("mbs_batch", "vpp", "zero_dp1", "sp_tp1", "framework", "fixed")
 
 
 @dataclass
@@ -178,8 +183,13 @@ def factorizations(workload: Workload, n_devices: int, devices_per_node: int, *,
 
 
 def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
-                allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS) -> Space:
-    """Enumerate every valid plan (see the module docstring for the rules)."""
+                allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS,
+                framework: str | None = None) -> Space:
+    """Enumerate every valid plan (see the module docstring for the rules).  ``framework`` (a catalog id) replaces
+    the workload's ``training.framework`` for the launchability rule."""
+    from parplan.models.framework import DEFAULT_FRAMEWORK, get_framework
+
+    fw = get_framework(framework or getattr(workload.training, "framework", None) or DEFAULT_FRAMEWORK)
     fix = dict(fix or {})
     mdl, job = workload.model, workload.training
     L, B, s = int(mdl.layers), int(job.global_batch), int(job.seq_len)
@@ -195,6 +205,7 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
         "vpp": f"vpp>1 needs pp>1, layers={L} divisible by pp·vpp and micro-batches divisible by pp",
         "zero_dp1": "zero>0 with a single data-parallel rank (dp·cp = 1)",
         "sp_tp1": "sp=true with tp=1",
+        "framework": f"{fw.name} cannot launch them",
         "fixed": "excluded by --fix",
     }
 
@@ -246,6 +257,20 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
         ok = np.broadcast_to(ok, shape)
         excl_p[key] += int((alive & ~ok).sum())
         alive &= ok
+    # the framework: each cell is counted under the first check it fails
+    grid = SimpleNamespace(**{k: cols[k].reshape(-1, 1, 1, 1) for k in ("dp", "tp", "pp", "cp", "mbs", "vpp")},
+                           zero=Z, recompute=R, sp=S)
+    fw_counts: dict[str, int] = {}
+    for label, ok in fw.plan_masks(grid, n_devices_per_node=dpn, workload=workload):
+        ok = np.broadcast_to(ok, shape)
+        n_out = int((alive & ~ok).sum())
+        if n_out:
+            fw_counts[label] = fw_counts.get(label, 0) + n_out
+            excl_p["framework"] += n_out
+            alive &= ok
+    if fw_counts:
+        rule_text["framework"] += " (" + ", ".join(f"{label} ×{n:,}" for label, n in
+                                                    sorted(fw_counts.items(), key=lambda kv: -kv[1])) + ")"
     zsel = np.ones(Z.size, dtype=bool) if "zero" not in fix else (Z.ravel() == fix["zero"])
     rsel = np.ones(R.size, dtype=bool) if "recompute" not in fix else (R.ravel() == fix["recompute"])
     ssel = np.ones(S.size, dtype=bool) if "sp" not in fix else (S.ravel() == bool(fix["sp"]))

@@ -1,4 +1,5 @@
-"""Workload files (input contract v1), the workload catalog and validation."""
+"""Workload files (input contract v1, plus the v2 training keys ``framework`` and the precisions mxfp8 / nvfp4 /
+int8), the workload catalog and validation."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,9 +38,10 @@ class ArchitectureEntry(_Strict):
 class TrainingEntry(_Strict):
     seq_len: Optional[int] = Field(default=None, gt=0)
     global_batch: Optional[int] = Field(default=None, gt=0)
-    precision: Literal["fp32", "fp16", "bf16", "fp8"] = "bf16"
+    precision: Literal["fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "int8"] = "bf16"
     optimizer: Literal["adam", "adamw", "sgd"] = "adam"
     attention: Literal["flash", "materialized"] = "flash"
+    framework: Optional[str] = None  # a catalogs/frameworks id (checked against the catalog); default megatron-core
 
 
 class WorkloadFile(_Strict):
@@ -102,8 +104,20 @@ def catalog_workload(ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
     return spec_from_architecture(e.architecture, e.name, e.source, path), e.training, path
 
 
+def _check_framework(fields: dict[str, Any], file: str | None, user: TrainingEntry | None) -> None:
+    """``training.framework`` must name a framework catalog entry (the error carries the file and its line)."""
+    from parplan.models.framework import check_framework_id
+
+    fw = fields.get("framework")
+    if fw is not None:
+        in_file = user is not None and "framework" in user.model_fields_set and user.framework == fw
+        check_framework_id(fw, key="training.framework", file=file if in_file else None)
+
+
 def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | None,
          overrides: dict[str, Any]) -> TrainingJob:
+    from parplan.models.framework import DEFAULT_FRAMEWORK
+
     fields: dict[str, Any] = {}
     for src in (base, user):
         if src is not None:
@@ -118,9 +132,11 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
         if fields.get(k) is None:
             raise SpecError("required key is missing", file=file, key=f"training.{k}",
                             hint=f"add it to the file or pass --{k.replace('_', '-')}")
+    _check_framework(fields, file, user)
     return TrainingJob(seq_len=fields["seq_len"], global_batch=fields["global_batch"],
                        precision=fields.get("precision", "bf16"), optimizer=fields.get("optimizer", "adam"),
-                       attention=fields.get("attention", "flash"))
+                       attention=fields.get("attention", "flash"),
+                       framework=fields.get("framework") or DEFAULT_FRAMEWORK)
 
 
 def workload_from_dict(data: Any, file: str | None = None, base_dir: Path | None = None,
@@ -166,10 +182,15 @@ def _workload_from_dict(data: Any, file: str | None, base_dir: Path | None, **ov
 def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Workload:
     """A workload from a YAML file, a Hugging Face ``config.json``, a catalog id, or a parsed mapping.
 
-    ``overrides`` (``seq_len``, ``global_batch``, ``precision``, ``optimizer``) replace the file's training keys.
+    ``overrides`` (``seq_len``, ``global_batch``, ``precision``, ``optimizer``, ``framework``) replace the file's
+    training keys.
     """
     if isinstance(ref, Workload):
         changes = {k: v for k, v in overrides.items() if v is not None}
+        if "framework" in changes:
+            from parplan.models.framework import check_framework_id
+
+            check_framework_id(changes["framework"], key="training.framework")
         return ref.with_training(**changes) if changes else ref
     if isinstance(ref, dict):
         return workload_from_dict(ref, None, None, **overrides)

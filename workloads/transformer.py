@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+# bytes per stored value; mxfp8 / nvfp4 count the payload only (their block scales add 1/32 and 1/16 B per element)
+BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,13 @@ class TransformerSpec:
 class TrainingJob:
     seq_len: int
     global_batch: int  # sequences per optimizer step
-    precision: str = "bf16"  # fp32 | fp16 | bf16 | fp8
+    precision: str = "bf16"  # fp32 | fp16 | bf16 | fp8 | mxfp8 | nvfp4 | int8
     optimizer: str = "adam"  # adam | adamw | sgd
     # attention kernel: "flash" (fused, scores never stored; FlashAttention, cuDNN/TE fused attention) or
     # "materialized" (QKᵀ written to memory, softmax/dropout as separate kernels; Megatron-LM before 2023)
     attention: str = "flash"
+    # the training framework (a catalogs/frameworks id): which overlaps and fusions apply and which plans exist
+    framework: str = "megatron-core"
 
     @property
     def tokens_per_step(self) -> int:

@@ -1,0 +1,419 @@
+"""Framework profiles (``catalogs/frameworks/<id>.yaml``): which overlaps and fusions a training framework applies,
+which FP8 recipes it has, and which plans it can launch.
+
+A profile answers two questions.  *How does it run?* — ``dp_grad_reduce`` … ``cp_comm_overlap``, the FP8 recipes
+with their extra HBM traffic per GEMM input element, the gradient-reduction dtype and the attention kernel (what
+the cost model prices; each value is cited in its YAML file, and describes the framework run the way its own
+performance recipes run it).  *What can it launch?* — ``plan_reasons(plan)`` lists why a plan cannot be launched
+(empty = it can) and ``plan_mask(arrays)`` is the same test over a struct of numpy arrays (the planner's space);
+both evaluate one list of checks, so they agree by construction.  Besides the support flags, a profile may state
+``rules`` (``when`` some plan keys match, ``require`` others, or a workload size ``divisible`` by plan keys), each
+with the framework's own reason and source.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
+from typing import Any, Callable, Literal, Mapping, Optional
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from parplan.catalogs import entries
+from parplan.errors import SpecError, did_you_mean
+from parplan.models.plan import RECOMPUTE
+from parplan.spec import load_yaml_file, validate
+
+DEFAULT_FRAMEWORK = "megatron-core"
+TP_OVERLAPS = ("none", "wgrad", "full")
+FP8_RECIPES = ("delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4")
+SP_MODES = ("optional", "always-with-tp", "none")
+PP_SPLITS = ("even", "any")  # even: layers must divide by pp·vpp; any: uneven stage sizes can be launched
+ATTENTION_KERNELS = ("fa2", "fa3", "cudnn", "splash", "materialized")
+# plan keys a profile may test, with the default a plan or a PlanArrays gets when the key is absent
+PLAN_DEFAULTS = {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "mbs": 1, "vpp": 1, "zero": 0, "recompute": 0,
+                 "sp": False, "reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0,
+                 "embed_as_layer": False, "loss_as_layer": False}
+BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
+WORKLOAD_SIZES = ("seq_len", "heads", "kv_heads", "layers")
+_OP = re.compile(r"^\s*(<=|>=|!=|==|<|>)\s*(-?\d+)\s*$")
+
+ZeroLevel = Literal[0, 1, 2, 3]
+Recompute = Literal["none", "selective", "full"]
+Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"]
+TpOverlap = Literal["none", "wgrad", "full"]
+
+
+# --- the file schema ----------------------------------------------------------------------------------------------
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class TpOverlapEntry(_Strict):
+    default: TpOverlap
+    options: list[TpOverlap] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _default_is_an_option(self):
+        if self.default not in self.options:
+            raise ValueError(f"default {self.default!r} is not among options {self.options}")
+        return self
+
+
+class OverlapsEntry(_Strict):
+    dp_grad_reduce: bool
+    dp_param_gather: bool
+    fsdp_prefetch: bool
+    tp_comm_overlap: TpOverlapEntry
+    pp_p2p_overlap: bool
+    fp8_param_gather: bool
+    cp_comm_overlap: bool
+
+
+class Fp8Entry(_Strict):
+    recipes: list[Recipe]
+    default_recipe: Optional[Recipe] = None
+    cast_bytes_per_element: dict[str, float] = Field(strict=False)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if (self.default_recipe is None) != (not self.recipes):
+            raise ValueError("default_recipe must name one of recipes (null only when recipes is empty)")
+        if self.default_recipe is not None and self.default_recipe not in self.recipes:
+            raise ValueError(f"default_recipe {self.default_recipe!r} is not among recipes {self.recipes}")
+        if set(self.cast_bytes_per_element) != set(self.recipes):
+            raise ValueError(f"cast_bytes_per_element must give exactly the recipes {self.recipes}")
+        if any(not (0.0 < v < 16.0) for v in self.cast_bytes_per_element.values()):
+            raise ValueError("cast_bytes_per_element values must be between 0 and 16 bytes")
+        return self
+
+
+class SupportsEntry(_Strict):
+    zero: list[ZeroLevel] = Field(min_length=1)
+    tp: bool
+    tp_within_node: bool = False
+    sp: Literal["optional", "always-with-tp", "none"]
+    pp: bool
+    vpp: bool
+    cp: bool
+    ep: bool
+    hsdp: bool
+    hsdp_zero: list[Literal[1, 2, 3]] = Field(default_factory=list)
+    reshard_after_forward_optional: bool
+    uneven_pp: bool
+    pp_split: Literal["even", "any"]
+    recompute: list[Recompute] = Field(min_length=1)
+    max_mbs: Optional[int] = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.hsdp != bool(self.hsdp_zero):
+            raise ValueError("hsdp_zero lists the zero levels usable with hybrid sharding: give it iff hsdp is true")
+        if not set(self.hsdp_zero) <= set(self.zero):
+            raise ValueError(f"hsdp_zero {self.hsdp_zero} must be among the supported zero levels {self.zero}")
+        return self
+
+
+class DivisibleEntry(_Strict):
+    what: Literal["seq_len", "heads", "kv_heads", "layers"]
+    by: list[Any] = Field(min_length=1)
+
+    @field_validator("by")
+    @classmethod
+    def _factors(cls, v):
+        for f in v:
+            if not ((isinstance(f, int) and not isinstance(f, bool) and f > 0) or f in PLAN_DEFAULTS):
+                raise ValueError(f"factor {f!r} is neither a positive whole number nor a plan key "
+                                 f"(allowed: {', '.join(PLAN_DEFAULTS)})")
+        return v
+
+
+class RuleEntry(_Strict):
+    when: dict[str, Any] = Field(default_factory=dict)
+    require: dict[str, Any] = Field(default_factory=dict)
+    divisible: Optional[DivisibleEntry] = None
+    label: Optional[str] = Field(default=None, min_length=3)  # short name for exclusion counts (default: why)
+    why: str = Field(min_length=8)
+    source: str = Field(min_length=8)
+
+    @model_validator(mode="after")
+    def _parse(self):
+        for part in (self.when, self.require):
+            for k, v in part.items():
+                _condition(k, v)
+        if not self.require and self.divisible is None:
+            raise ValueError("a rule needs require or divisible")
+        return self
+
+
+class FrameworkFile(_Strict):
+    id: str
+    name: str
+    source: str = Field(min_length=8)
+    overlaps: OverlapsEntry
+    fp8: Fp8Entry
+    grad_reduce_dtype: Literal["fp32", "bf16"]
+    attention_kernel: Literal["fa2", "fa3", "cudnn", "splash", "materialized"]
+    supports: SupportsEntry
+    rules: list[RuleEntry] = Field(default_factory=list)
+    notes: Optional[str] = None
+
+
+def _condition(key: str, value: Any) -> tuple[str, Any]:
+    """A YAML condition on one plan key → (op, operand); recompute names become their index."""
+    if key not in PLAN_DEFAULTS:
+        raise ValueError(f"unknown plan key {key!r} (allowed: {', '.join(PLAN_DEFAULTS)})")
+    if key in BOOL_KEYS:
+        if not isinstance(value, bool):
+            raise ValueError(f"{key}: expected true or false, got {value!r}")
+        return "==", value
+    if key == "recompute":
+        names = value if isinstance(value, list) else [value]
+        if any(n not in RECOMPUTE for n in names):
+            raise ValueError(f"recompute: expected names among {', '.join(RECOMPUTE)}, got {value!r}")
+        return "in", [RECOMPUTE.index(n) for n in names]
+    if isinstance(value, bool):
+        raise ValueError(f"{key}: expected a whole number, a comparison like '>1' or a list, got {value!r}")
+    if isinstance(value, int):
+        return "==", value
+    if isinstance(value, list) and value and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return "in", list(value)
+    m = _OP.match(value) if isinstance(value, str) else None
+    if m is None:
+        raise ValueError(f"{key}: expected a whole number, a comparison like '>1' or a list, got {value!r}")
+    return m.group(1), int(m.group(2))
+
+
+def _holds(op: str, operand: Any, a: np.ndarray) -> np.ndarray:
+    if op == "in":
+        return np.isin(a, operand)
+    return {"==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
+            ">=": np.greater_equal}[op](a, operand)
+
+
+# --- the profile ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Rule:
+    when: tuple[tuple[str, str, Any], ...]
+    require: tuple[tuple[str, str, Any], ...]
+    divisible: Optional[tuple[str, tuple[Any, ...]]]
+    label: str
+    why: str
+    source: str
+
+
+Check = tuple[str, Callable[[], str], np.ndarray]  # (label, detailed text for one plan, ok)
+
+
+@dataclass(frozen=True)
+class FrameworkProfile:
+    """One framework's overlaps, FP8 recipes, kernels and the plans it can launch (see the module docstring)."""
+
+    id: str
+    name: str
+    source: str
+    # overlaps (true = the framework hides this communication behind compute in its performance recipes)
+    dp_grad_reduce: bool
+    dp_param_gather: bool
+    fsdp_prefetch: bool
+    tp_comm_overlap: str  # default: none | wgrad | full
+    tp_comm_overlap_options: tuple[str, ...]
+    pp_p2p_overlap: bool
+    fp8_param_gather: bool
+    cp_comm_overlap: bool
+    # fp8
+    fp8_recipes: tuple[str, ...]
+    fp8_default_recipe: Optional[str]
+    fp8_cast_bytes_per_element: Mapping[str, float]
+    grad_reduce_dtype: str  # fp32 | bf16
+    attention_kernel: str  # fa2 | fa3 | cudnn | splash | materialized
+    # supports
+    zero: tuple[int, ...]
+    tp: bool
+    tp_within_node: bool
+    sp: str  # optional | always-with-tp | none
+    pp: bool
+    vpp: bool
+    cp: bool
+    ep: bool
+    hsdp: bool
+    hsdp_zero: tuple[int, ...]
+    reshard_after_forward_optional: bool
+    uneven_pp: bool
+    pp_split: str  # even | any
+    recompute: tuple[str, ...]
+    max_mbs: Optional[int]
+    rules: tuple[Rule, ...]
+    file: str
+
+    def fp8_cast_bytes(self, recipe: Optional[str] = None) -> float:
+        """Extra HBM bytes per GEMM input element for the casts of ``recipe`` (default: the framework's)."""
+        r = recipe or self.fp8_default_recipe
+        if r not in self.fp8_cast_bytes_per_element:
+            raise SpecError(f"{self.name} has no FP8 recipe {r!r}", key="fp8 recipe", allowed=list(self.fp8_recipes))
+        return float(self.fp8_cast_bytes_per_element[r])
+
+    # --- which plans it can launch ---------------------------------------------------------------------------
+    def plan_reasons(self, plan, n_devices_per_node: Optional[int] = None, workload=None) -> list[str]:
+        """Why this framework cannot launch ``plan`` (empty: it can).  ``workload`` (optional) enables the checks
+        that need the model: layer splits and divisibility of sequence length or heads."""
+        P = {k: np.asarray(_plan_value(plan, k)) for k in PLAN_DEFAULTS}
+        return [text() for _, text, ok in self._checks(P, n_devices_per_node, workload) if not bool(ok)]
+
+    def plan_mask(self, arrays, n_devices_per_node: Optional[int] = None, workload=None) -> np.ndarray:
+        """``True`` where the framework can launch the plan: the vectorized ``plan_reasons(...) == []`` over a
+        struct of arrays with ``PlanArrays`` field names (absent fields take their defaults; arrays broadcast)."""
+        masks = self.plan_masks(arrays, n_devices_per_node, workload)
+        P = _arrays(arrays)
+        out = np.ones(np.broadcast_shapes(*(np.shape(a) for a in P.values())), dtype=bool)
+        for _, ok in masks:
+            out &= ok
+        return out
+
+    def plan_masks(self, arrays, n_devices_per_node: Optional[int] = None, workload=None) -> list[tuple[str, np.ndarray]]:
+        """``(label, ok)`` per check, in check order (the planner counts exclusions by the first check failed)."""
+        return [(label, np.asarray(ok, dtype=bool)) for label, _, ok in
+                self._checks(_arrays(arrays), n_devices_per_node, workload)]
+
+    def _checks(self, P: dict, dpn: Optional[int], workload) -> list[Check]:
+        n = self.name
+        z, tp, pp, cp, ep, vpp, sp = P["zero"], P["tp"], P["pp"], P["cp"], P["ep"], P["vpp"], P["sp"]
+        rs, shard, dpcp = P["reshard"], P["shard"], P["dp"] * P["cp"]
+        zl = ", ".join(map(str, self.zero))
+        out: list[Check] = [
+            ("zero level", lambda: f"{n} has no zero={int(z)} (supports zero {zl})", np.isin(z, self.zero)),
+            ("tensor parallelism", lambda: f"{n} has no tensor parallelism (tp={int(tp)})", (tp == 1) | self.tp),
+        ]
+        if self.tp_within_node and dpn:
+            out.append(("tp beyond a node", lambda: f"{n} keeps tensor parallelism within a node "
+                        f"(tp={int(tp)} > {dpn} devices per node)", tp <= dpn))
+        if self.sp == "none":
+            out.append(("sequence parallelism", lambda: f"{n} has no sequence parallelism (sp=true)", ~sp))
+        elif self.sp == "always-with-tp":
+            out.append(("sp=false with tp>1", lambda: f"{n} always shards norms and dropout over the tp ranks "
+                        "(sequence parallelism); use sp=true", (tp == 1) | sp))
+        for key, flag, what in (("pp", self.pp, "pipeline parallelism"), ("vpp", self.vpp, "interleaved pipeline "
+                                "stages"), ("cp", self.cp, "context parallelism"), ("ep", self.ep, "expert parallelism")):
+            a = P[key]
+            out.append((what, lambda a=a, key=key, what=what: f"{n} has no {what} ({key}={int(a)})", (a == 1) | flag))
+        rc_ok = np.isin(P["recompute"], [RECOMPUTE.index(r) for r in self.recompute])
+        out.append(("recompute", lambda: f"{n} has no recompute={RECOMPUTE[int(P['recompute'])]} (supports "
+                    f"{', '.join(self.recompute)})", rc_ok))
+        if self.max_mbs is not None:
+            out.append(("micro-batch size", lambda: f"{n} allows mbs ≤ {self.max_mbs} (mbs={int(P['mbs'])})",
+                        P["mbs"] <= self.max_mbs))
+        out.append(("reshard=false without zero=3", lambda: "reshard=false needs zero=3 (parameters sharded)",
+                    rs | (z == 3)))
+        out.append(("reshard=false", lambda: f"{n} always reshards parameters after forward (reshard=false)",
+                    rs | self.reshard_after_forward_optional))
+        partial = (shard > 0) & (shard != dpcp)
+        out.append(("shard group", lambda: f"shard={int(shard)} does not divide dp·cp={int(dpcp)}",
+                    (shard == 0) | (dpcp % np.maximum(shard, 1) == 0)))
+        out.append(("hybrid sharding", lambda: f"{n} has no hybrid sharding (shard={int(shard)} of dp·cp="
+                    f"{int(dpcp)})", ~partial | self.hsdp))
+        if self.hsdp:
+            hz = ", ".join(map(str, self.hsdp_zero))
+            out.append(("hybrid sharding at this zero level", lambda: f"{n} hybrid-shards only with zero {hz} "
+                        f"(zero={int(z)})", ~partial | np.isin(z, self.hsdp_zero)))
+        out += self._split_checks(P, workload)
+        for rule in self.rules:
+            out += self._rule_check(rule, P, workload)
+        return out
+
+    def _split_checks(self, P: dict, workload) -> list[Check]:
+        n, pp, vpp = self.name, P["pp"], P["vpp"]
+        ea, la = P["embed_as_layer"], P["loss_as_layer"]
+        explicit = (P["first_layers"] > 0) | (P["last_layers"] > 0) | ea | la
+        out: list[Check] = [("explicit pipeline split", lambda: f"{n} has no explicit pipeline split (first_layers, "
+                             "last_layers, embed_as_layer, loss_as_layer)", (pp == 1) | ~explicit | self.uneven_pp)]
+        if workload is None:
+            return out
+        L = int(workload.model.layers)
+        if self.pp_split == "even":
+            out.append(("layers not divisible by pp·vpp", lambda: f"{n} needs layers={L} divisible by pp·vpp="
+                        f"{int(pp * vpp)}", (pp == 1) | (L % (pp * vpp) == 0)))
+        return out
+
+    def _rule_check(self, rule: Rule, P: dict, workload) -> list[Check]:
+        when = np.ones((), dtype=bool)
+        for k, op, v in rule.when:
+            when = when & _holds(op, v, P[k])
+        ok = np.ones((), dtype=bool)
+        for k, op, v in rule.require:
+            ok = ok & _holds(op, v, P[k])
+        if rule.divisible is not None:
+            what, by = rule.divisible
+            if workload is not None:
+                size = int(getattr(workload.training if what == "seq_len" else workload.model, what))
+                d = np.ones((), dtype=np.int64)
+                for f in by:
+                    d = d * (P[f] if isinstance(f, str) else f)
+                ok = ok & (size % d == 0)
+        return [(rule.label, lambda: f"{self.name}: {rule.why}", ~when | ok)]
+
+
+def _plan_value(plan, key: str):
+    v = getattr(plan, key, PLAN_DEFAULTS[key])
+    if key == "recompute" and isinstance(v, str):
+        return RECOMPUTE.index(v)
+    return v
+
+
+def _arrays(arrays) -> dict:
+    out = {}
+    for k, d in PLAN_DEFAULTS.items():
+        v = getattr(arrays, k, None)
+        out[k] = np.asarray(d if v is None else v)
+    for k in BOOL_KEYS:
+        out[k] = out[k].astype(bool)
+    return out
+
+
+# --- catalog -------------------------------------------------------------------------------------------------------
+def framework_ids() -> list[str]:
+    return list(entries("frameworks"))
+
+
+@lru_cache(maxsize=None)
+def get_framework(ident: str) -> FrameworkProfile:
+    """The profile of a catalog framework id (``catalogs/frameworks/<id>.yaml``)."""
+    files = entries("frameworks")
+    if ident not in files:
+        raise SpecError(f"unknown framework {ident!r}", allowed=list(files),
+                        hint=did_you_mean(str(ident), list(files)) or "see `parplan catalog list frameworks`")
+    path = str(files[ident])
+    e = validate(FrameworkFile, load_yaml_file(path), file=path)
+    if e.id != ident:
+        raise SpecError(f"id {e.id!r} does not match the file name", file=path, key="id")
+    return profile_from_entry(e, path)
+
+
+def profile_from_entry(e: FrameworkFile, file: str = "") -> FrameworkProfile:
+    o, f, s = e.overlaps, e.fp8, e.supports
+    rules = tuple(Rule(when=tuple((k, *_condition(k, v)) for k, v in r.when.items()),
+                       require=tuple((k, *_condition(k, v)) for k, v in r.require.items()),
+                       divisible=(r.divisible.what, tuple(r.divisible.by)) if r.divisible else None,
+                       label=r.label or r.why, why=r.why, source=r.source) for r in e.rules)
+    return FrameworkProfile(
+        id=e.id, name=e.name, source=e.source, dp_grad_reduce=o.dp_grad_reduce, dp_param_gather=o.dp_param_gather,
+        fsdp_prefetch=o.fsdp_prefetch, tp_comm_overlap=o.tp_comm_overlap.default,
+        tp_comm_overlap_options=tuple(o.tp_comm_overlap.options), pp_p2p_overlap=o.pp_p2p_overlap,
+        fp8_param_gather=o.fp8_param_gather, cp_comm_overlap=o.cp_comm_overlap, fp8_recipes=tuple(f.recipes),
+        fp8_default_recipe=f.default_recipe,
+        fp8_cast_bytes_per_element=MappingProxyType({r: float(f.cast_bytes_per_element[r]) for r in f.recipes}),
+        grad_reduce_dtype=e.grad_reduce_dtype, attention_kernel=e.attention_kernel, zero=tuple(s.zero), tp=s.tp,
+        tp_within_node=s.tp_within_node, sp=s.sp, pp=s.pp, vpp=s.vpp, cp=s.cp, ep=s.ep, hsdp=s.hsdp,
+        hsdp_zero=tuple(s.hsdp_zero), reshard_after_forward_optional=s.reshard_after_forward_optional,
+        uneven_pp=s.uneven_pp, pp_split=s.pp_split, recompute=tuple(s.recompute), max_mbs=s.max_mbs, rules=rules,
+        file=file)
+
+
+def check_framework_id(ident: str, key: str = "training.framework", file: Optional[str] = None) -> str:
+    """``ident`` if it names a catalog framework, else a one-line ``SpecError`` with the allowed ids."""
+    ids = framework_ids()
+    if not isinstance(ident, str) or ident not in ids:
+        raise SpecError(f"bad value {ident!r}", key=key, file=file, allowed=ids,
+                        hint=did_you_mean(str(ident), ids))
+    return ident
