@@ -1,8 +1,10 @@
-"""Published training runs → (workload, cluster, plan, measured step time), shared by accuracy.py and calibrate.py.
+"""Published training runs → (workload, cluster, partial plan, measured step time), shared by accuracy.py and
+calibrate.py.
 
 Data: ``data/published_training_runs.csv`` (copied unchanged from the project's measurement collection, with its
-source columns) and ``data/accuracy_setup.csv`` (how each row is expressed in parplan's inputs, which knobs the
-source omits, how the measured figure becomes a step time, and the calibration/test split).
+source columns) and ``data/accuracy_setup.csv`` (how each row is expressed in parplan's inputs: architecture,
+cluster, framework, precision, the plan as far as the source states it, how the measured figure becomes a step
+time, and every assumption).  Knobs the source leaves out are chosen by parplan's partial-plan completion.
 """
 from __future__ import annotations
 
@@ -10,16 +12,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from parplan.errors import SpecError
 from parplan.hardware.catalog import cluster_from_dict
 from parplan.hardware.types import Cluster
 from parplan.models.efficiency import Efficiency, efficiency_for
-from parplan.models.estimate import Estimate, estimate_plan, validate_plan
-from parplan.models.plan import Plan, parse_plan
-from parplan.models.training import PlanArrays, evaluate_workload
+from parplan.models.estimate import Estimate
+from parplan.planner.complete import complete_plan, parse_partial
 from parplan.workloads.loader import load_workload
 from parplan.workloads.transformer import Workload
 
@@ -31,18 +31,14 @@ class Run:
     row_id: str
     source_id: str
     model: str
-    split: str
     workload: Workload
     cluster: Cluster
     plan_text: str
-    free_knobs: tuple[str, ...]
+    given: dict
     measured_step_time_s: float
     measured_from: str
+    framework: str
     assumptions: str
-
-
-def _num(x) -> float:
-    return float(x) if x is not None and not (isinstance(x, float) and math.isnan(x)) else float("nan")
 
 
 def measured_step_time(r: pd.Series, how: str, n: int) -> float:
@@ -62,6 +58,10 @@ def measured_step_time(r: pd.Series, how: str, n: int) -> float:
     raise ValueError(how)
 
 
+def _bool(x: str, default: bool) -> bool:
+    return default if x == "" else x.strip().lower() == "true"
+
+
 def _inline_gpt(r: pd.Series) -> dict:
     """Megatron GPT of Narayanan et al. Table 1: MHA, gelu FFN 4h, learned positions, tied embeddings, dropout."""
     return {"name": str(r.model), "architecture": {
@@ -70,11 +70,42 @@ def _inline_gpt(r: pd.Series) -> dict:
         "max_position": int(r.seq_len), "norm": "layernorm", "bias": True, "dropout": True}}
 
 
-def load_runs() -> tuple[list[Run], list[tuple[str, str, str]]]:
-    """Expressible runs, and (row_id, source_id, reason) for the rows that are not."""
-    pub = pd.read_csv(DATA / "published_training_runs.csv")
+def _inline(r: pd.Series, st: pd.Series) -> dict:
+    """An architecture from the published row's own dimensions and the setup's arch_* columns (relu = 2-matrix MLP,
+    priced like gelu)."""
+    arch = {"layers": int(r.n_layers), "hidden": int(r.hidden), "heads": int(r.n_heads),
+            "kv_heads": int(r.n_kv_heads) if not math.isnan(r.n_kv_heads) else int(r.n_heads),
+            "ffn_hidden": int(r.ffn_hidden), "ffn": "swiglu" if st.arch_ffn == "swiglu" else "gelu",
+            "vocab": int(r.vocab), "tied_embeddings": _bool(st.arch_tied, False),
+            "position": st.arch_position or "rope", "norm": st.arch_norm or "rmsnorm",
+            "bias": _bool(st.arch_bias, False), "dropout": _bool(st.arch_dropout, False)}
+    if st.arch_head_dim:
+        arch["head_dim"] = int(st.arch_head_dim)
+    if arch["position"] == "learned":
+        arch["max_position"] = int(r.seq_len)
+    return {"name": str(r.model), "architecture": arch}
+
+
+def _cluster(st: pd.Series, n: int) -> Cluster:
+    dpn = int(st.devices_per_node)
+    group = {"device": st.device, "nodes": max(1, n // dpn), "devices_per_node": min(dpn, n),
+             "intra_node": st.intra_node, "inter_node": st.inter_node}
+    if st.nics_per_node:
+        group["nics_per_node"] = int(st.nics_per_node)
+    if st.scale_up_domain:
+        group["scale_up_domain"] = int(st.scale_up_domain)
+    if st.topology:
+        group["topology"] = st.topology
+    return cluster_from_dict({"name": f"{st.device}-{n}", "groups": [group]})
+
+
+def load_runs() -> tuple[list[Run], list[tuple[str, str, str]], int]:
+    """Expressible runs, (row_id, source_id, reason) for the rows that are not, and the count of rows in the file."""
+    pub = pd.read_csv(DATA / "published_training_runs.csv").set_index("row_id")
     setup = pd.read_csv(DATA / "accuracy_setup.csv", dtype=str, keep_default_na=False)
-    pub = pub.set_index("row_id")
+    missing = set(pub.index) - set(setup.row_id)
+    if missing:
+        raise SystemExit(f"accuracy_setup.csv lacks rows {sorted(missing)}")
     runs, skipped = [], []
     for _, st in setup.iterrows():
         r = pub.loc[st.row_id]
@@ -82,71 +113,42 @@ def load_runs() -> tuple[list[Run], list[tuple[str, str, str]]]:
             skipped.append((st.row_id, r.source_id, st.assumptions))
             continue
         overrides = {"seq_len": int(r.seq_len), "global_batch": int(r.global_batch_seqs), "precision": st.precision,
-                     "attention": st.attention}
-        wl_ref = _inline_gpt(r) if st.workload == "inline-gpt" else st.workload
+                     "attention": st.attention, "framework": st.framework}
+        ref = {"inline-gpt": lambda: _inline_gpt(r), "inline": lambda: _inline(r, st)}.get(st.workload)
         try:
-            workload = load_workload(wl_ref, **overrides)
+            workload = load_workload(ref() if ref else st.workload, **overrides)
+            n = int(r.num_gpus)
+            cluster = _cluster(st, n)
+            given = parse_partial(st.plan, n)
         except SpecError as err:
-            skipped.append((st.row_id, r.source_id, f"workload unavailable: {err}"))
+            skipped.append((st.row_id, r.source_id, f"not expressible: {err}"))
             continue
-        n = int(r.num_gpus)
-        dpn = int(st.devices_per_node)
-        group = {"device": st.device, "nodes": max(1, n // dpn), "devices_per_node": min(dpn, n),
-                 "intra_node": st.intra_node, "inter_node": st.inter_node}
-        if st.nics_per_node:
-            group["nics_per_node"] = int(st.nics_per_node)
-        cluster = cluster_from_dict({"name": f"{st.device}-{n}", "groups": [group]})
-        runs.append(Run(row_id=st.row_id, source_id=r.source_id, model=str(r.model), split=st.split,
-                        workload=workload, cluster=cluster, plan_text=st.plan,
-                        free_knobs=tuple(k for k in st.free_knobs.split(",") if k),
+        runs.append(Run(row_id=st.row_id, source_id=r.source_id, model=str(r.model), workload=workload,
+                        cluster=cluster, plan_text=st.plan, given=given,
                         measured_step_time_s=measured_step_time(r, st.measured_from, n),
-                        measured_from=st.measured_from, assumptions=st.assumptions))
-    return runs, skipped
-
-
-def candidate_plans(run: Run) -> list[Plan]:
-    """The row's plan, or — for knobs the source omits — every valid value of them (mbs ≤ 8, vpp ≤ 8)."""
-    base = parse_plan(run.plan_text, run.cluster.n_devices)
-    if not run.free_knobs:
-        return [base]
-    out = []
-    mbs_opts = [1, 2, 4, 8] if "mbs" in run.free_knobs else [base.mbs]
-    vpp_opts = list(range(1, 9)) if "vpp" in run.free_knobs else [base.vpp]
-    for mbs in mbs_opts:
-        for vpp in vpp_opts:
-            p = Plan(**{**base.as_dict(), "mbs": mbs, "vpp": vpp})
-            try:
-                validate_plan(run.workload, run.cluster, p)
-            except SpecError:
-                continue
-            out.append(p)
-    return out
+                        measured_from=st.measured_from, framework=st.framework, assumptions=st.assumptions))
+    return runs, skipped, len(pub)
 
 
 def predict(run: Run, eff: Efficiency | None = None) -> Estimate:
-    """parplan's estimate for the row: its plan, or the fastest fitting choice of the knobs the source omits."""
-    eff = eff or efficiency_for(run.cluster.group.device.id)
-    plans = candidate_plans(run)
-    if len(plans) == 1:
-        return estimate_plan(run.workload, run.cluster, plans[0], eff)
-    res = evaluate_workload(run.workload, run.cluster, PlanArrays.from_plans(plans), eff)
-    t = np.where(res["fits"], res["step_time_s"], np.inf)
-    best = int(np.argmin(t)) if np.isfinite(t).any() else int(np.argmin(res["step_time_s"]))
-    return estimate_plan(run.workload, run.cluster, plans[best], eff)
+    """parplan's estimate for the row: the published knobs pinned, the rest completed (fastest that fits)."""
+    eff = eff or efficiency_for(run.cluster.group.device)
+    est, chosen = complete_plan(run.workload, run.cluster, run.given, eff)
+    return est
 
 
 def accuracy_table(runs: list[Run], eff_for=None) -> pd.DataFrame:
     rows = []
     for run in runs:
-        eff = eff_for(run.cluster.group.device.id) if eff_for else None
+        eff = eff_for(run) if eff_for else None
         est = predict(run, eff)
         err = (est.step_time_s - run.measured_step_time_s) / run.measured_step_time_s
-        rows.append({"row_id": run.row_id, "source": run.source_id, "split": run.split, "model": run.model,
+        rows.append({"row_id": run.row_id, "source": run.source_id, "model": run.model,
                      "device": run.cluster.group.device.id, "n": run.cluster.n_devices,
-                     "precision": run.workload.training.precision,
+                     "precision": run.workload.training.precision, "framework": run.framework,
                      "plan": est.plan.to_string(), "measured_s": run.measured_step_time_s,
                      "predicted_s": est.step_time_s, "error_pct": 100.0 * err, "fits": est.fits,
-                     "mfu_pred": est.mfu})
+                     "provenance_class": est.provenance_class, "mfu_pred": est.mfu})
     return pd.DataFrame(rows)
 
 
@@ -154,4 +156,5 @@ def summarize(table: pd.DataFrame) -> dict:
     ape = table.error_pct.abs()
     per_source = table.assign(ape=ape).groupby("source").ape.mean()
     return {"rows": len(table), "mape_pct": float(ape.mean()), "balanced_mape_pct": float(per_source.mean()),
-            "max_ape_pct": float(ape.max()), "per_source": per_source.to_dict()}
+            "max_ape_pct": float(ape.max()), "per_source": per_source.to_dict(),
+            "max_source_mape_pct": float(per_source.max()) if len(per_source) else float("nan")}

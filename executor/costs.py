@@ -100,7 +100,7 @@ def _layer_split(L: int, p: int, v: int) -> list[int]:
 def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
                 eff: Efficiency | None = None) -> tuple[PipelineCosts, dict]:
     """Per-op costs of ``plan`` (already validated) and the analytical result (scalars) it came from."""
-    eff = eff or efficiency_for(cluster.group.device.id)
+    eff = eff or efficiency_for(cluster.group.device)
     L = int(workload.model.layers)
     p, v = plan.pp, plan.vpp
     siblings = [plan, replace(plan, recompute="selective")]

@@ -53,6 +53,19 @@ class Estimate:
     compute_bound_s: float
     provenance: str
     extras: dict = field(default_factory=dict)
+    provenance_class: str = "defaults"
+    framework: str = "megatron-core"
+    step_time_low_s: float = float("nan")  # 80 % interval from the cross-validated residuals of provenance_class
+    step_time_high_s: float = float("nan")
+    chosen: dict = field(default_factory=dict)  # knobs a partial plan left out, as chosen
+
+    @property
+    def tokens_per_s_low(self) -> float:
+        return self.tokens_per_s * self.step_time_s / self.step_time_high_s
+
+    @property
+    def tokens_per_s_high(self) -> float:
+        return self.tokens_per_s * self.step_time_s / self.step_time_low_s
 
     def to_dict(self) -> dict:
         """JSON-ready dict (contract v1 keys: fits, step_time_s, tokens_per_s, mfu, memory_peak_bytes, breakdown, plan)."""
@@ -78,6 +91,13 @@ class Estimate:
             "compute_bound_s": self.compute_bound_s,
             "breakdown": {"time_s": dict(self.breakdown.time_s), "memory_bytes": dict(self.breakdown.memory_bytes)},
             "provenance": self.provenance,
+            "provenance_class": self.provenance_class,
+            "framework": self.framework,
+            "step_time_low_s": self.step_time_low_s,
+            "step_time_high_s": self.step_time_high_s,
+            "tokens_per_s_low": self.tokens_per_s_low,
+            "tokens_per_s_high": self.tokens_per_s_high,
+            "chosen": dict(self.chosen),
         }
 
 
@@ -106,7 +126,8 @@ def validate_plan(workload: Workload, cluster: Cluster, plan: Plan) -> None:
     if plan.vpp > 1:
         if plan.pp == 1:
             raise SpecError("vpp>1 (interleaved schedule) needs pp>1", key="plan.vpp")
-        if mdl.layers % (plan.pp * plan.vpp):
+        uneven = plan.first_layers or plan.last_layers or plan.embed_as_layer or plan.loss_as_layer
+        if not uneven and mdl.layers % (plan.pp * plan.vpp):
             raise SpecError(f"layers={mdl.layers} is not divisible by pp×vpp={plan.pp * plan.vpp}", key="plan.vpp",
                             hint="interleaving needs equal model chunks")
     per = plan.dp * plan.mbs
@@ -120,9 +141,48 @@ def validate_plan(workload: Workload, cluster: Cluster, plan: Plan) -> None:
     if plan.cp > 1 and job.seq_len % (2 * plan.cp):
         raise SpecError(f"seq_len={job.seq_len} is not divisible by 2×cp={2 * plan.cp} (load-balanced causal CP)",
                         key="plan.cp")
-    if plan.tp > cluster.group.devices_per_node and plan.tp % cluster.group.devices_per_node:
-        raise SpecError(f"tp={plan.tp} spans nodes unevenly ({cluster.group.devices_per_node} devices per node)",
-                        key="plan.tp")
+    dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
+    if plan.tp > dpn and plan.tp % dpn:
+        raise SpecError(f"tp={plan.tp} spans scale-up domains unevenly ({dpn} devices per domain)", key="plan.tp")
+    _validate_v2(mdl, plan)
+
+
+def _validate_v2(mdl, plan: Plan) -> None:
+    """Contract-v2 knobs: re-sharding, hybrid sharding, uneven pipeline stages."""
+    if not plan.reshard and plan.zero != 3:
+        raise SpecError(f"reshard=false needs zero=3 (FSDP), got zero={plan.zero}", key="plan.reshard")
+    group = plan.dp * plan.cp
+    if plan.shard:
+        if plan.zero == 0:
+            raise SpecError("shard (hybrid sharding) needs zero ≥ 1", key="plan.shard")
+        if group % plan.shard:
+            raise SpecError(f"shard={plan.shard} does not divide dp×cp={group}", key="plan.shard",
+                            hint=f"choose shard among {_divisors(group)}")
+    ea, la = int(plan.embed_as_layer), int(plan.loss_as_layer)
+    explicit = plan.first_layers or plan.last_layers
+    if (ea or la or explicit) and plan.pp == 1:
+        raise SpecError("uneven pipeline stages (first_layers, last_layers, embed_as_layer, loss_as_layer) need pp>1",
+                        key="plan.pp")
+    if explicit and (ea or la):
+        raise SpecError("give either first_layers/last_layers or embed_as_layer/loss_as_layer, not both", key="plan")
+    L, p, v = mdl.layers, plan.pp, plan.vpp
+    if ea or la:
+        if (L + ea + la) % (p * v):
+            raise SpecError(f"layers + embedding + loss = {L + ea + la} is not divisible by pp×vpp={p * v}",
+                            key="plan.embed_as_layer", hint="Megatron-Core splits them into equal chunks")
+        if (L + ea + la) // p <= max(ea, la):
+            raise SpecError("a stage would hold no transformer layer", key="plan.pp")
+    elif explicit:
+        first = plan.first_layers or 0
+        last = plan.last_layers or 0
+        rest_stages = p - (1 if first else 0) - (1 if last else 0)
+        rest = L - first - last
+        if rest < 0 or (rest_stages == 0 and rest != 0) or (rest_stages > 0 and (rest <= 0 or rest % rest_stages)):
+            raise SpecError(f"first_layers={first}, last_layers={last} leave {rest} layers for {rest_stages} other "
+                            "stages: they must split evenly", key="plan.first_layers")
+        if first and last == 0 and p == 2 and rest <= 0:
+            raise SpecError("the last stage would hold no layer", key="plan.first_layers")
+
 
 
 def _divisors(x: int) -> str:
@@ -156,7 +216,7 @@ def memory_reasons(res: dict, i: int, plan: Plan, capacity: float, flash: bool =
 
 
 def estimate_from_arrays(workload: Workload, cluster: Cluster, plan: Plan, res: dict, i: int,
-                         provenance: str) -> Estimate:
+                         provenance: str, provenance_class: str = "defaults") -> Estimate:
     cap = float(res["memory_capacity_bytes"][i])
     reasons = memory_reasons(res, i, plan, cap, workload.training.attention == "flash")
     crit = {0: "first", 1: "middle", 2: "last"}[int(res["critical_stage"][i])]
@@ -172,16 +232,19 @@ def estimate_from_arrays(workload: Workload, cluster: Cluster, plan: Plan, res: 
                                 memory_bytes={k: float(res[k][i]) for k in MEMORY_PARTS}),
         micro_batches=int(round(float(res["micro_batches"][i]))), critical_stage=crit,
         heaviest_memory_stage=int(res["heaviest_memory_stage"][i]), compute_bound_s=float(res["compute_bound_s"][i]),
-        provenance=provenance,
+        provenance=provenance, provenance_class=provenance_class,
+        framework=getattr(workload.training, "framework", "megatron-core"),
+        step_time_low_s=float(res["step_time_low_s"][i]) if "step_time_low_s" in res else float("nan"),
+        step_time_high_s=float(res["step_time_high_s"][i]) if "step_time_high_s" in res else float("nan"),
     )
 
 
 def estimate_plan(workload: Workload, cluster: Cluster, plan: Plan, eff: Efficiency | None = None) -> Estimate:
     """Estimate one plan (validated first).  Same formulas as the search: ``evaluate`` on a 1-plan array."""
     validate_plan(workload, cluster, plan)
-    eff = eff or efficiency_for(cluster.group.device.id)
+    eff = eff or efficiency_for(cluster.group.device)
     res = evaluate_workload(workload, cluster, PlanArrays.from_plans([plan]), eff)
-    return estimate_from_arrays(workload, cluster, plan, res, 0, eff.provenance)
+    return estimate_from_arrays(workload, cluster, plan, res, 0, eff.provenance, eff.provenance_class)
 
 
 __all__ = ["CostBreakdown", "Estimate", "estimate_plan", "validate_plan"]

@@ -21,6 +21,8 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster, Link, NodeGroup
 from parplan.models.efficiency import efficiency_for
+from parplan.models.hardware_context import DP_BUCKET_ELEMENTS
+from parplan.models.primitives.collectives import curve_for
 from parplan.models.plan import RECOMPUTE, Plan
 from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
                                      OPTIMIZER_STEP_BYTES, PlanArrays, evaluate, hardware_context,
@@ -132,7 +134,7 @@ def _atoms(workload: Workload, group: NodeGroup, tp: int, mbs: int, recompute: s
     job = workload.training
     job1 = type(job)(seq_len=job.seq_len, global_batch=mbs, precision=job.precision, optimizer=job.optimizer,
                      attention=job.attention)
-    hw = hardware_context(group, job.precision, efficiency_for(group.device.id))
+    hw = hardware_context(group, job.precision, efficiency_for(group.device))
     P = PlanArrays.from_plans([Plan(dp=1, tp=tp, pp=2, mbs=mbs, recompute=recompute, sp=sp and tp > 1)])
     r = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in evaluate(workload.model, job1, hw, P).items()}
     m = workload.model
@@ -169,7 +171,7 @@ def group_costs(workload: Workload, cluster: Cluster, g: int, tp: int, mbs: int,
 
 def link_between(cluster: Cluster, g1: int, g2: int) -> tuple[float, float]:
     """(bandwidth after efficiency, latency) of a stage boundary or a gradient ring between two groups."""
-    eff = efficiency_for(cluster.groups[g1].device.id)
+    eff = efficiency_for(cluster.groups[g1].device)
     if g1 == g2:
         grp = cluster.groups[g1]
         return grp.inter_node_bandwidth_per_device_bytes_per_s * eff.link(grp.inter_node.kind), grp.inter_node.latency_s
@@ -264,7 +266,7 @@ def _placement(cluster: Cluster, plan: HeteroPlan) -> dict:
 
 def _intra(cluster: Cluster, g: int) -> tuple[float, float]:
     grp = cluster.groups[g]
-    return grp.intra_node.bandwidth_bytes_per_s * efficiency_for(grp.device.id).link(grp.intra_node.kind), \
+    return grp.intra_node.bandwidth_bytes_per_s * efficiency_for(grp.device).link(grp.intra_node.kind), \
         grp.intra_node.latency_s
 
 
@@ -364,6 +366,12 @@ def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, vali
         if hi == L:
             params += (mdl.vocab * mdl.hidden + mdl.norm_params_per_norm) / plan.tp
         bw, lat = _ring_link(cluster, places)
+        # message-size dependence of the bus bandwidth (measured curves, models/primitives/collectives.py): the
+        # gradients travel in buckets of at most DP_BUCKET_ELEMENTS, as in the homogeneous model
+        one_node = len({pl for pl in places}) == 1
+        kind = cluster.groups[places[0][0]].intra_node.kind if one_node else "infiniband"
+        cv = curve_for(kind, "allreduce" if plan.zero == 0 else "gather")
+        bw = bw * float(cv.busbw(min(params, DP_BUCKET_ELEMENTS["megatron-core"]) * g_red, 1.0)) / cv.fraction
         n = np.array(len(places))
         if plan.zero == 0:
             tg, tpar = float(ring_allreduce_s(params * g_red, n, bw, lat)), 0.0

@@ -6,7 +6,12 @@ from dataclasses import asdict, dataclass
 from parplan.errors import SpecError, did_you_mean
 
 RECOMPUTE = ("none", "selective", "full")
-PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "mbs", "vpp", "zero", "recompute", "sp")
+PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "mbs", "vpp", "zero", "recompute", "sp",
+             "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer")
+BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
+# knobs of contract v2, written into plan strings only when they differ from their default (v1 strings unchanged)
+V2_DEFAULTS = {"reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0, "embed_as_layer": False,
+               "loss_as_layer": False}
 
 
 @dataclass(frozen=True)
@@ -15,6 +20,13 @@ class Plan:
 
     ``zero``: 0 plain data parallel, 1 distributed optimizer (optimizer states sharded), 2 + gradients,
     3 + parameters (FSDP FULL_SHARD).  ``vpp``: model chunks per device (interleaved 1F1B).
+    ``reshard`` (zero=3): free the gathered parameters after forward (FSDP2 ``reshard_after_forward``; False keeps
+    them until backward: one all-gather per micro-batch instead of two).  ``shard``: hybrid sharding (HSDP) — the
+    ZeRO shard group has ``shard`` ranks and ``dp·cp/shard`` replica groups all-reduce the shards; 0 = the whole
+    data-parallel group.  ``first_layers`` / ``last_layers``: explicit layer counts of the first / last pipeline
+    stage (Megatron-Core ``--decoder-first/last-pipeline-num-layers``; 0 = the default split).
+    ``embed_as_layer`` / ``loss_as_layer``: the embedding / the loss count as one layer in the pipeline split
+    (Megatron-Core ``--account-for-embedding/loss-in-pipeline-split``).
     """
 
     dp: int
@@ -27,17 +39,34 @@ class Plan:
     zero: int = 0
     recompute: str = "none"
     sp: bool = False
+    reshard: bool = True
+    shard: int = 0
+    first_layers: int = 0
+    last_layers: int = 0
+    embed_as_layer: bool = False
+    loss_as_layer: bool = False
 
     @property
     def n_devices(self) -> int:
         return self.dp * self.tp * self.pp * self.cp
 
     def to_string(self) -> str:
-        return (f"dp={self.dp},tp={self.tp},pp={self.pp},cp={self.cp},ep={self.ep},mbs={self.mbs},vpp={self.vpp},"
+        base = (f"dp={self.dp},tp={self.tp},pp={self.pp},cp={self.cp},ep={self.ep},mbs={self.mbs},vpp={self.vpp},"
                 f"zero={self.zero},recompute={self.recompute},sp={'true' if self.sp else 'false'}")
+        extra = [f"{k}={_fmt(getattr(self, k))}" for k, d in V2_DEFAULTS.items() if getattr(self, k) != d]
+        return ",".join([base, *extra])
+
+    @property
+    def shard_group(self) -> int:
+        """Ranks of one ZeRO shard group (the whole dp×cp group unless hybrid sharding)."""
+        return self.shard if self.shard else self.dp * self.cp
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _fmt(v: object) -> str:
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
 def _label(where: str, key: str) -> str:
@@ -76,7 +105,7 @@ def parse_plan_values(pairs, where: str = "plan") -> dict:
                 raise SpecError(f"bad value {raw!r}", key=_label(where, key), allowed=list(RECOMPUTE),
                                 hint=did_you_mean(str(raw), RECOMPUTE))
             values[key] = raw
-        elif key == "sp":
+        elif key in BOOL_KEYS:
             low = str(raw).strip().lower()
             if isinstance(raw, bool):
                 values[key] = raw
@@ -95,7 +124,10 @@ def parse_plan_values(pairs, where: str = "plan") -> dict:
                 raise SpecError(f"bad value {raw!r}: expected a whole number", key=_label(where, key)) from None
             if key == "zero" and iv not in (0, 1, 2, 3):
                 raise SpecError(f"bad value {iv}", key=_label(where, key), allowed=["0", "1", "2", "3"])
-            if key != "zero" and iv < 1:
+            if key in ("shard", "first_layers", "last_layers"):
+                if iv < 0:
+                    raise SpecError(f"bad value {iv}: must be a whole number ≥ 0 (0 = default)", key=_label(where, key))
+            elif key != "zero" and iv < 1:
                 raise SpecError(f"bad value {iv}: must be a whole number ≥ 1", key=_label(where, key))
             values[key] = iv
     return values

@@ -160,7 +160,8 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
         i = int(rank(ev, "throughput", candidates=near)[0])
     P = ev.space.plans.subset(np.array([i]))
     res = evaluate_plans(workload, ev.hw, P)
-    est = estimate_from_arrays(workload, cluster, P.plan(0), res, 0, ev.eff.provenance)
+    est = estimate_from_arrays(workload, cluster, P.plan(0), res, 0, ev.eff.provenance,
+                               ev.eff.provenance_class)
     vals1 = {"tokens_per_s": [est.tokens_per_s], "step_time_s": [est.step_time_s], "mfu": [est.mfu],
              "memory_fraction": [est.memory_peak_bytes / est.memory_capacity_bytes]}
     results = _results(req, vals1, 0)

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from parplan.models.plan import RECOMPUTE
+from parplan.models.plan import RECOMPUTE, V2_DEFAULTS
 from parplan.models.training import MEMORY_PARTS, TIME_PARTS, PlanArrays
 
 # Column names of the exported plan table, in order.  Stable: add columns at the end only.
@@ -28,8 +28,13 @@ EXPORT_COLUMNS = (
     # memory per device, heaviest stage (bytes); sums to memory_peak_bytes
     "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "zero3_gather_buffer_bytes",
     "transient_bytes", "framework_reserved_bytes", "fragmentation_bytes",
+    # contract v2 (added at the end): the global framework terms' parts of the step (also in the sum above),
+    # the 80 % interval of the step time, whether the plan ties with the best (intervals overlap), the framework
+    "framework_overhead_s", "overlap_interference_s", "step_time_low_s", "step_time_high_s", "tie_with_best",
+    "framework", "provenance_class",
+    "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer",
 )
-assert EXPORT_COLUMNS[-len(TIME_PARTS) - len(MEMORY_PARTS):] == TIME_PARTS + MEMORY_PARTS
+assert set(TIME_PARTS + MEMORY_PARTS) <= set(EXPORT_COLUMNS)
 
 CSV_FLOAT_FORMAT = "%.6g"
 
@@ -37,13 +42,21 @@ CSV_FLOAT_FORMAT = "%.6g"
 def plan_strings(P: PlanArrays) -> list[str]:
     rc = np.array(RECOMPUTE, dtype=object)[P.recompute]
     sp = np.where(P.sp, "true", "false")
-    return [f"dp={a},tp={b},pp={c},cp={d},ep=1,mbs={e},vpp={f},zero={g},recompute={h},sp={i}"
+    base = [f"dp={a},tp={b},pp={c},cp={d},ep=1,mbs={e},vpp={f},zero={g},recompute={h},sp={i}"
             for a, b, c, d, e, f, g, h, i in zip(P.dp.tolist(), P.tp.tolist(), P.pp.tolist(), P.cp.tolist(),
                                                   P.mbs.tolist(), P.vpp.tolist(), P.zero.tolist(), rc, sp)]
+    extra = [""] * len(base)
+    for k, d in V2_DEFAULTS.items():
+        col = getattr(P, k)
+        for i in np.flatnonzero(col != d):
+            v = bool(col[i]) if isinstance(d, bool) else int(col[i])
+            extra[i] += f",{k}={('true' if v else 'false') if isinstance(d, bool) else v}"
+    return [b + x for b, x in zip(base, extra)]
 
 
 def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int, n_devices: int,
-          price_per_hour: float | None = None, first_rank: int = 1) -> pd.DataFrame:
+          price_per_hour: float | None = None, first_rank: int = 1, framework: str = "megatron-core",
+          provenance_class: str = "defaults", best_high_s: float | None = None) -> pd.DataFrame:
     """The export table for the plans ``P`` (already in rank order) and their ``evaluate`` results ``res``."""
     n = len(P)
     crit = np.array(["first", "middle", "last"], dtype=object)[np.asarray(res["critical_stage"], dtype=np.int64)]
@@ -65,6 +78,15 @@ def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int
     }
     for k in TIME_PARTS + MEMORY_PARTS:
         cols[k] = np.asarray(res[k], dtype=float)
+    lo, hi = np.asarray(res["step_time_low_s"], dtype=float), np.asarray(res["step_time_high_s"], dtype=float)
+    # a plan ties with the best (rank 1, or ``best_high_s`` when this table starts lower) when their intervals
+    # overlap: its fastest plausible step is below the best plan's slowest plausible one
+    if best_high_s is None:
+        best_high_s = float(hi[0]) if n else 0.0
+    cols.update({"step_time_low_s": lo, "step_time_high_s": hi, "tie_with_best": lo <= best_high_s,
+                 "framework": [framework] * n, "provenance_class": [provenance_class] * n})
+    for k, d in V2_DEFAULTS.items():
+        cols[k] = getattr(P, k).astype(bool if isinstance(d, bool) else np.int64)
     df = pd.DataFrame({k: np.asarray(cols[k]) if not isinstance(cols[k], list) else cols[k] for k in EXPORT_COLUMNS},
                       columns=list(EXPORT_COLUMNS))
     return df

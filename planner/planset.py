@@ -65,7 +65,8 @@ class PlanSet:
     def estimates(self) -> list[Estimate]:
         if self._estimates is None:
             self._estimates = [estimate_from_arrays(self.workload, self.cluster, self.plans.plan(i), self.results, i,
-                                                    self.evaluated.eff.provenance) for i in range(len(self.indices))]
+                                                    self.evaluated.eff.provenance, self.evaluated.eff.provenance_class)
+                               for i in range(len(self.indices))]
         return self._estimates
 
     def __len__(self) -> int:
@@ -89,7 +90,9 @@ class PlanSet:
         """The ranked plans, columns ``parplan.planner.EXPORT_COLUMNS``."""
         return _frame(self.plans, self.results, workload=self.workload.name, cluster=self.cluster.name,
                       n_nodes=self.cluster.group.nodes, n_devices=self.cluster.n_devices,
-                      price_per_hour=self.price_per_hour)
+                      price_per_hour=self.price_per_hour,
+                      framework=getattr(self.workload.training, "framework", "megatron-core"),
+                      provenance_class=self.evaluated.eff.provenance_class)
 
     def to_dict(self) -> dict:
         out = {"workload": self.workload.name, "cluster": self.cluster.name, "n_nodes": self.cluster.group.nodes,

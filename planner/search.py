@@ -207,7 +207,7 @@ def run_search(workload: Workload, cluster: Cluster, options: SearchOptions | No
     options.validate()
     check_cluster(cluster)
     g = cluster.group
-    eff = eff or efficiency_for(g.device.id)
+    eff = eff or efficiency_for(g.device)
     hw = hardware_context(g, workload.training.precision, eff)
     space = build_space(workload, cluster.n_devices, g.devices_per_node, fix=options.fix,
                         allow_cross_node_tp=options.allow_cross_node_tp, max_mbs=options.max_mbs)

@@ -1,0 +1,86 @@
+"""Collectives priced from measured bus-bandwidth-vs-size curves per link class (vectorized).
+
+nccl-tests define bus bandwidth so that a ring all-reduce of n bytes over p ranks takes 2(p−1)/p·n/busbw and an
+all-gather / reduce-scatter (p−1)/p·n/busbw.  The model keeps those forms but takes busbw from measurements:
+busbw(n) = link rate · fraction(class, ranks) · shape(class, n), shape interpolated on log2(n) between the
+normalized measured points (``catalogs/calibration/kernels.yaml``) and falling linearly below the smallest one
+(latency bound).  Rings longer than the measured rank count add 2·α per extra rank (all-reduce) or α (gather).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from parplan.models.primitives.calibration import kernels_file
+
+# ranks the measured curves were taken at (nccl-tests on one 8-GPU node; the inter-node curve on 4 x 8 GPUs)
+MEASURED_RANKS = {"network": 32}
+DEFAULT_MEASURED_RANKS = 8
+
+
+@dataclass(frozen=True)
+class Curve:
+    name: str
+    fraction: float
+    log2_bytes: tuple
+    shape: tuple
+    ranks: tuple | None  # ((ranks, fraction), ...) where the fraction depends on the rank count (NVLS)
+    measured_ranks: int
+    source: str
+
+    def busbw(self, nbytes, rate, ranks=None):
+        """Bus bandwidth (bytes/s) for messages of ``nbytes`` on a link of ``rate`` bytes/s per direction."""
+        n = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
+        x = np.log2(n)
+        lx, sh = np.array(self.log2_bytes), np.array(self.shape)
+        if len(lx) == 1:  # a flat curve (point-to-point: one message, its latency priced separately)
+            shape = np.full_like(x, sh[0])
+        else:
+            shape = np.interp(x, lx, sh)
+            shape = np.where(x < lx[0], sh[0] * n / 2.0 ** lx[0], shape)
+        frac = self.fraction
+        if self.ranks is not None and ranks is not None:
+            rk = np.array([r for r, _ in self.ranks], dtype=np.float64)
+            fr = np.array([f for _, f in self.ranks], dtype=np.float64)
+            frac = np.interp(np.asarray(ranks, dtype=np.float64), rk, fr)
+        return rate * frac * shape
+
+
+@lru_cache(maxsize=None)
+def curve(name: str) -> Curve:
+    c = kernels_file().collectives.classes[name]
+    pts = sorted(c.points)
+    return Curve(name=name, fraction=c.fraction, log2_bytes=tuple(float(np.log2(b)) for b, _ in pts),
+                 shape=tuple(float(s) for _, s in pts), ranks=tuple(tuple(r) for r in c.ranks) if c.ranks else None,
+                 measured_ranks=MEASURED_RANKS.get(name, DEFAULT_MEASURED_RANKS), source=c.source)
+
+
+def curve_for(kind: str, collective: str, nvls: bool = False) -> Curve:
+    """The measured curve of a link kind for ``collective`` in (allreduce, gather, p2p)."""
+    cls = kernels_file().collectives.kind_class.get(kind, "network")
+    if collective == "p2p":
+        if kind == "nvlink":
+            return curve("p2p-nvlink")
+        c = curve(cls)  # one message straight to the peer: the class's large-message fraction, flat in size
+        return Curve(name=f"p2p-{cls}", fraction=c.fraction, log2_bytes=(0.0,), shape=(1.0,), ranks=None,
+                     measured_ranks=2, source=c.source)
+    if cls == "nvlink" and kind == "nvlink":
+        if nvls:
+            return curve("nvlink-nvls" if collective == "allreduce" else "nvlink-gather")
+    return curve(cls)
+
+
+def allreduce_s(nbytes, ranks, busbw, latency, measured_ranks):
+    """Ring-form all-reduce on measured bus bandwidth: 2(p−1)/p·n/busbw + 2α per rank beyond the measured ring."""
+    p = np.maximum(np.asarray(ranks, dtype=np.float64), 1.0)
+    extra = 2.0 * np.maximum(p - measured_ranks, 0.0) * latency
+    return np.where(p > 1, 2.0 * (p - 1) / p * nbytes / busbw + extra, 0.0)
+
+
+def gather_s(nbytes, ranks, busbw, latency, measured_ranks):
+    """All-gather or reduce-scatter of n total bytes: (p−1)/p·n/busbw + α per rank beyond the measured ring."""
+    p = np.maximum(np.asarray(ranks, dtype=np.float64), 1.0)
+    extra = np.maximum(p - measured_ranks, 0.0) * latency
+    return np.where(p > 1, (p - 1) / p * nbytes / busbw + extra, 0.0)

@@ -1,0 +1,37 @@
+"""Uncertainty of a step-time estimate: the 80 % interval of measured / predicted in its provenance class, from
+the leave-one-source-out residuals (``catalogs/calibration/intervals.yaml``, written by benchmarks/calibrate.py)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from parplan.catalogs import catalog_dir
+from parplan.spec import load_yaml_file, validate
+
+
+class _Band(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    low: float = Field(gt=0, le=1)
+    high: float = Field(ge=1)
+    rows: int = Field(ge=0)
+
+
+class _IntervalsFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    calibrated: _Band
+    derived: _Band
+    defaults: _Band
+    source: str
+
+
+@lru_cache(maxsize=1)
+def _intervals() -> _IntervalsFile:
+    path = catalog_dir("calibration") / "intervals.yaml"
+    return validate(_IntervalsFile, load_yaml_file(path), file=str(path))  # type: ignore[return-value]
+
+
+def interval_factors(provenance_class: str) -> tuple[float, float]:
+    """(low, high) multipliers of the predicted step time covering 80 % of cross-validated outcomes."""
+    band = getattr(_intervals(), provenance_class, _intervals().defaults)
+    return band.low, band.high

@@ -1,0 +1,121 @@
+"""Memory per device of a dense-transformer training plan (vectorized over plans): model states under ZeRO/FSDP
+(with hybrid sharding and FSDP without re-sharding after forward), activations (Korthikanti et al. 2022 §4,
+generalized to GQA, SwiGLU and dropout-free models), logits, transients, framework reserve and fragmentation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+GiB = float(2**30)
+# Bytes of optimizer state per parameter for mixed-precision training: fp32 master weights + Adam m and v
+# (ZeRO paper, Rajbhandari et al. SC'20, Sec. 3.1: K = 12); SGD with momentum keeps master + momentum (8).
+OPTIMIZER_STATE_BYTES = {("adam", True): 12.0, ("adamw", True): 12.0, ("sgd", True): 8.0,
+                         ("adam", False): 8.0, ("adamw", False): 8.0, ("sgd", False): 4.0}
+# CUDA context, cuBLAS/NCCL workspaces and allocator reserve that no model accounts for (per device).
+# Order of magnitude of `torch.cuda.memory_reserved` minus allocated on an idle 80 GB GPU after NCCL init.
+FRAMEWORK_RESERVED_BYTES = 2.0 * GiB
+# Allowance for allocator fragmentation and optimizer/misc temporaries: Megatron-LM's theoretical memory
+# estimate adds 5 % (megatron/training/theoretical_memory_usage.py); we apply it to the dynamic part.
+FRAGMENTATION_FRACTION = 0.05
+
+MEMORY_PARTS = (
+    "params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes", "zero3_gather_buffer_bytes",
+    "transient_bytes", "framework_reserved_bytes", "fragmentation_bytes",
+)
+
+
+@dataclass
+class StageShape:
+    """What the memory formulas need of the plans (arrays) and the model (floats)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    v: np.ndarray
+    m: np.ndarray
+    T: np.ndarray  # tokens of one micro-batch on one device
+    Tsp: np.ndarray  # rows of token-wise ops (SP splits them over TP)
+    zero: np.ndarray
+    rc: np.ndarray
+    sp: np.ndarray
+    reshard: np.ndarray
+    shard: np.ndarray  # ranks of one ZeRO shard group
+    n_first: np.ndarray
+    n_last: np.ndarray
+    params_first: np.ndarray  # parameters held by a first-stage device (already / tp)
+    params_last: np.ndarray
+
+
+def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, flash: bool) -> dict:
+    """Memory parts per device at the heaviest of the first and the last stage (bytes)."""
+    tp, pp, cp, v, m, T, Tsp = S.tp, S.pp, S.cp, S.v, S.m, S.T, S.Tsp
+    zero, rc, sp = S.zero, S.rc, S.sp
+    h, a = float(model.hidden), float(model.heads)
+    q, k, f, V = float(model.q_dim), float(model.kv_dim), float(model.ffn_hidden), float(model.vocab)
+    nmat = float(model.ffn_matrices)
+    s = float(job.seq_len)
+    mixed = job.precision != "fp32"
+    single = pp == 1
+    opt_b = OPTIMIZER_STATE_BYTES[(job.optimizer, mixed)]
+    grad_b = np.where(zero >= 2, e, 4.0) if mixed else np.full_like(T, 4.0)
+    zd = S.shard
+    P_layer = float(model.layer_params)
+
+    def model_state(params, n_layers):
+        w = params * w_b / np.where(zero >= 3, zd, 1.0)
+        # FSDP without re-sharding after forward keeps every gathered layer of the stage until its backward
+        w = w + np.where((zero >= 3) & ~S.reshard, n_layers * P_layer / tp * w_b * (1.0 - 1.0 / zd), 0.0)
+        g = params * grad_b / np.where(zero >= 2, zd, 1.0)
+        o = params * opt_b / np.where(zero >= 1, zd, 1.0)
+        return w, g, o
+
+    # activations per layer per micro-batch: replicated part (not split by TP unless SP) and TP-split part, bytes
+    drop_mask = 1.0 if model.dropout else 0.0
+    repl = (4 * e + 2 * drop_mask) * T * h  # LN1 in, QKV in, LN2 in, FC1 in (e bytes each) + 2 dropout masks
+    split = (e * T * (q + k) + e * T * k + e * T * q + (nmat + (1 if nmat == 3 else 0)) * e * T * f) / tp
+    # ^ Q and K for QKᵀ, V, attention output (out-proj input), MLP: gelu in + fc2 in (2f) | swiglu gate,up,fc2 in (3f)
+    score = (e + (1 + e) * drop_mask) * a * s * (s / cp) * (T * cp / s) / tp  # softmax out (+ dropout mask, out)
+    if flash:
+        score = 0.0  # fused attention keeps only the softmax statistics (b·a·s fp32, negligible)
+    per_layer_none = np.where(sp, repl / tp, repl) + split + np.where(cp > 1, 0.0, score)
+    per_layer_sel = np.where(sp, repl / tp, repl) + split
+    per_layer_full = e * np.where(sp, T / tp, T) * h  # only the layer input is kept
+    per_layer = np.select([rc == 0, rc == 1], [per_layer_none, per_layer_sel], per_layer_full)
+    # in-flight micro-batches on the first stage: min(p, m) with 1F1B; interleaving adds (p−1)/(p·v) of a stage
+    # (Megatron runs every forward first when m ≤ p: then m micro-batches of the whole stage are in flight)
+    inflight = np.minimum(pp, m)
+    penalty = np.where((v > 1) & (m > pp), 1.0 + (pp - 1) / (pp * v), 1.0)
+    emb_extra = drop_mask * Tsp * h  # embedding dropout mask (its output is layer 0's input, counted per layer)
+    act_first = (S.n_first * per_layer * inflight * penalty
+                 + np.where(rc == 2, per_layer_sel, 0.0)  # working set of the layer being recomputed
+                 + inflight * penalty * emb_extra)
+    logits = 4.0 * T * h / tp + 4.0 * T * V / tp  # final norm input + fp32 logits for the loss (Korthikanti §4.3)
+    act_first = act_first + np.where(single, logits, 0.0)
+    act_last = np.where(single, act_first, S.n_last * per_layer + np.where(rc == 2, per_layer_sel, 0.0) + logits)
+    transient_first = 2.0 * e * T * f / tp  # the largest single backward buffer (an f-wide activation gradient)
+    transient_last = np.maximum(transient_first, e * T * V / tp)  # and the logit gradients
+    z3_buf = np.where((zero >= 3) & S.reshard, 2.0 * P_layer * w_b / tp, 0.0)  # prefetched full layers (FSDP)
+
+    wf, gf, of = model_state(S.params_first, S.n_first)
+    wl, gl, ol = model_state(S.params_last, S.n_last)
+    dyn_first = wf + gf + of + act_first + transient_first + z3_buf
+    dyn_last = wl + gl + ol + act_last + transient_last + z3_buf
+    heavy_last = dyn_last > dyn_first
+    pick = lambda first, last: np.where(heavy_last, last, first)  # noqa: E731
+    dyn = pick(dyn_first, dyn_last)
+    frag = FRAGMENTATION_FRACTION * dyn
+    peak = dyn + frag + FRAMEWORK_RESERVED_BYTES
+    return {
+        "params_bytes": pick(wf, wl), "grads_bytes": pick(gf, gl), "optimizer_bytes": pick(of, ol),
+        "activations_bytes": pick(act_first, act_last), "zero3_gather_buffer_bytes": z3_buf,
+        "transient_bytes": pick(transient_first, transient_last),
+        "framework_reserved_bytes": np.full_like(peak, FRAMEWORK_RESERVED_BYTES), "fragmentation_bytes": frag,
+        "memory_peak_bytes": peak, "memory_capacity_bytes": np.full_like(peak, capacity),
+        "fits": peak <= capacity, "heaviest_memory_stage": np.where(heavy_last, pp - 1, 0),
+        "op_activation_bytes_per_layer": per_layer, "op_activation_bytes_last_stage_extra": logits,
+        "op_activation_bytes_first_stage_extra": np.broadcast_to(emb_extra, peak.shape) if np.ndim(emb_extra)
+        else np.full_like(peak, emb_extra),
+        "op_params_bytes_first": wf, "op_params_bytes_last": wl,
+    }

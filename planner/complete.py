@@ -1,0 +1,114 @@
+"""Partial plans: the knobs a user (or a published run) leaves out are chosen as the best feasible choice that the
+framework can launch, and reported as ``chosen``.
+
+``"tp=8,pp=16"`` fixes the degrees it names (the others default to 1, ``dp`` is derived); micro-batch size, virtual
+stages, ZeRO stage, recompute, sequence parallelism and FSDP re-sharding are searched (the fastest plan that fits
+wins; if none fits, the one with the least memory is returned with its reasons).  Only an impossible pin is an error.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from parplan.errors import SpecError
+from parplan.hardware.types import Cluster
+from parplan.models.efficiency import Efficiency
+from parplan.models.estimate import Estimate, estimate_plan, validate_plan
+from parplan.models.hardware_context import framework_of
+from parplan.models.plan import RECOMPUTE, Plan, make_plan, parse_plan_values, split_pairs
+from parplan.models.plan_arrays import PlanArrays
+from parplan.models.training import evaluate_workload
+from parplan.workloads.transformer import Workload
+
+CHOSEN_KNOBS = ("mbs", "vpp", "zero", "recompute", "sp", "reshard")
+MAX_COMPLETION_MBS = 64
+MAX_COMPLETION_VPP = 16
+
+
+def _options(knob: str, base: dict, workload: Workload, dp: int, fw) -> list:
+    mdl, job = workload.model, workload.training
+
+    def allowed(name, default):
+        return list(getattr(fw, name, default) or default)
+
+    if knob == "mbs":
+        per_dp = job.global_batch // dp if job.global_batch % dp == 0 else 0
+        cap = min(per_dp, MAX_COMPLETION_MBS, getattr(fw, "max_mbs", None) or MAX_COMPLETION_MBS)
+        return [b for b in range(1, cap + 1) if per_dp % b == 0] or [1]
+    if knob == "vpp":
+        pp = base.get("pp", 1)
+        if pp == 1 or not getattr(fw, "vpp", True):
+            return [1]
+        return [v for v in range(1, MAX_COMPLETION_VPP + 1) if mdl.layers % (pp * v) == 0 or v == 1]
+    if knob == "zero":
+        return [z for z in allowed("zero", (0, 1, 2, 3))]
+    if knob == "recompute":
+        return [r for r in allowed("recompute", RECOMPUTE)]
+    if knob == "sp":
+        if base.get("tp", 1) == 1:
+            return [False]
+        mode = getattr(fw, "sp", "optional")
+        return {"always-with-tp": [True], "none": [False]}.get(mode, [True, False])
+    if knob == "reshard":
+        return [True, False] if getattr(fw, "reshard_after_forward_optional", True) else [True]
+    raise KeyError(knob)
+
+
+def _launchable(fw, plan: Plan, dpn: int) -> list[str]:
+    reasons = getattr(fw, "plan_reasons", None)
+    return list(reasons(plan, dpn)) if reasons is not None else []
+
+
+def parse_partial(text_or_values, n_devices: int) -> dict:
+    """Typed values of a (possibly partial) plan string or mapping; ``dp`` derived when absent."""
+    values = parse_plan_values(split_pairs(text_or_values))
+    if not values:
+        raise SpecError(f"no key=value in plan {text_or_values!r}", key="plan", hint='write e.g. "tp=8,pp=4"')
+    make_plan({k: v for k, v in values.items() if k in ("dp", "tp", "pp", "cp", "ep")}, n_devices)  # degree checks
+    return values
+
+
+def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Efficiency | None = None,
+                  ) -> tuple[Estimate, dict]:
+    """Best completion of the pinned ``given`` values; returns (estimate, chosen knobs)."""
+    fw = framework_of(workload)
+    n = cluster.n_devices
+    degrees = make_plan({k: v for k, v in given.items() if k in ("dp", "tp", "pp", "cp", "ep")}, n)
+    base = {**{k: getattr(degrees, k) for k in ("dp", "tp", "pp", "cp", "ep")}, **given}
+    free = [k for k in CHOSEN_KNOBS if k not in given]
+    if base.get("zero", 3) != 3 and "reshard" in free:
+        free.remove("reshard")
+    grids = [_options(k, base, workload, degrees.dp, fw) for k in free]
+    dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
+    plans, first_error = [], None
+    for combo in itertools.product(*grids):
+        values = {**base, **dict(zip(free, combo))}
+        if values.get("zero", 0) != 3:
+            values.pop("reshard", None) if "reshard" in free else None
+        try:
+            p = Plan(**values)
+            validate_plan(workload, cluster, p)
+        except SpecError as err:
+            first_error = first_error or err
+            continue
+        if _launchable(fw, p, dpn):
+            continue
+        plans.append(p)
+    plans = list(dict.fromkeys(plans))
+    if not plans:
+        if first_error is not None and not free:
+            raise first_error
+        why = f" ({first_error.message})" if first_error is not None else ""
+        raise SpecError(f"no plan with {', '.join(f'{k}={v}' for k, v in given.items())} can run under "
+                        f"{getattr(fw, 'id', 'the framework')}{why}", key="plan",
+                        hint="change the pinned knobs, or let `parplan suggest` search them")
+    if len(plans) == 1:
+        best = plans[0]
+    else:
+        res = evaluate_workload(workload, cluster, PlanArrays.from_plans(plans), eff)
+        t = np.where(res["fits"], res["step_time_s"], np.inf)
+        best = plans[int(np.argmin(t))] if np.isfinite(t).any() else plans[int(np.argmin(res["memory_peak_bytes"]))]
+    est = estimate_plan(workload, cluster, best, eff)
+    chosen = {k: getattr(best, k) for k in free}
+    return est, chosen
