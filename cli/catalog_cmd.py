@@ -60,9 +60,10 @@ def _list(section: Section) -> str:
             yn = {True: "yes", False: "no"}
             for i in framework_ids():
                 f = get_framework(i)
+                tpo = f"{f.tp_comm_overlap} ({'|'.join(f.tp_comm_overlap_options)})"
                 t.add_row(i, f.name, ",".join(map(str, f.zero)), f"{yn[f.tp]} / {f.sp}", f"{yn[f.pp]} / {yn[f.vpp]}",
-                          yn[f.cp], yn[f.ep], yn[f.hsdp], f"{f.tp_comm_overlap} ({'|'.join(f.tp_comm_overlap_options)})",
-                          ",".join(f.fp8_recipes) or "—", f.grad_reduce_dtype, f.attention_kernel)
+                          yn[f.cp], yn[f.ep], yn[f.hsdp], tpo, ",".join(f.fp8_recipes) or "—", f.grad_reduce_dtype,
+                          f.attention_kernel)
         else:
             t = Table(title="clusters")
             for c in ("id", "devices", "groups"):

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from parplan.api import estimate
-from parplan.cli.common import (check_precision, DebugOpt, emit, Format, FormatOpt, gib, GlobalBatchOpt,
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt, emit, Format, FormatOpt, gib, GlobalBatchOpt,
                                 handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt, PrecisionOpt,
                                 SeqLenOpt, to_json)
 from parplan.models.estimate import Estimate
@@ -23,7 +23,9 @@ def estimate_row(e: Estimate) -> dict:
            "fits": e.fits, "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s,
            "tokens_per_s_per_device": e.tokens_per_s / e.n_devices, "mfu": e.mfu, "hfu": e.hfu,
            "memory_peak_bytes": e.memory_peak_bytes, "memory_capacity_bytes": e.memory_capacity_bytes,
-           "micro_batches": e.micro_batches}
+           "micro_batches": e.micro_batches, "step_time_low_s": e.step_time_low_s,
+           "step_time_high_s": e.step_time_high_s, "framework": e.framework, "provenance_class": e.provenance_class,
+           "chosen": ";".join(f"{k}={v}" for k, v in e.chosen.items())}
     row.update(e.breakdown.time_s)
     row.update(e.breakdown.memory_bytes)
     row["reasons"] = "; ".join(e.reasons)
@@ -49,7 +51,12 @@ def render_table(e: Estimate) -> str:
         head.add_column("k", style="bold")
         head.add_column("v")
         head.add_row("plan", e.plan.to_string())
-        head.add_row("step time", human_s(e.step_time_s))
+        head.add_row("step time", f"{human_s(e.step_time_s)} (80 % interval {human_s(e.step_time_low_s)} – "
+                                  f"{human_s(e.step_time_high_s)}, {e.provenance_class})")
+        head.add_row("framework", e.framework)
+        if e.chosen:
+            head.add_row("chosen", ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                                             for k, v in e.chosen.items()))
         head.add_row("throughput", f"{e.tokens_per_s:,.0f} tokens/s ({e.tokens_per_s / e.n_devices:,.0f} per device)")
         head.add_row("MFU / HFU", f"{100 * e.mfu:.1f} % / {100 * e.hfu:.1f} %")
         head.add_row("memory", f"{gib(e.memory_peak_bytes)} GiB of {gib(e.memory_capacity_bytes)} GiB per device "
@@ -84,12 +91,14 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
+        framework: FrameworkOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         debug: DebugOpt = False,
     ) -> None:
         """Predict step time, throughput, MFU and memory of one parallel plan."""
         check_precision(precision)
+        check_framework(framework)
         if (plan is None) == (plan_file is None):
             from parplan.errors import SpecError
 
@@ -112,7 +121,8 @@ def register(app: typer.Typer) -> None:
             else:
                 emit(render_hetero_estimate(res, w.name, c), output)
             return
-        e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision)
+        e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision,
+                     framework=framework)
         if fmt == Format.json:
             emit(to_json(e.to_dict()), output)
         elif fmt == Format.csv:

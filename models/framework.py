@@ -27,17 +27,12 @@ from parplan.models.plan import RECOMPUTE
 from parplan.spec import load_yaml_file, validate
 
 DEFAULT_FRAMEWORK = "megatron-core"
-TP_OVERLAPS = ("none", "wgrad", "full")
 FP8_RECIPES = ("delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4")
-SP_MODES = ("optional", "always-with-tp", "none")
-PP_SPLITS = ("even", "any")  # even: layers must divide by pp·vpp; any: uneven stage sizes can be launched
-ATTENTION_KERNELS = ("fa2", "fa3", "cudnn", "splash", "materialized")
 # plan keys a profile may test, with the default a plan or a PlanArrays gets when the key is absent
 PLAN_DEFAULTS = {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "mbs": 1, "vpp": 1, "zero": 0, "recompute": 0,
                  "sp": False, "reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0,
                  "embed_as_layer": False, "loss_as_layer": False}
 BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
-WORKLOAD_SIZES = ("seq_len", "heads", "kv_heads", "layers")
 _OP = re.compile(r"^\s*(<=|>=|!=|==|<|>)\s*(-?\d+)\s*$")
 
 ZeroLevel = Literal[0, 1, 2, 3]
@@ -103,7 +98,7 @@ class SupportsEntry(_Strict):
     hsdp_zero: list[Literal[1, 2, 3]] = Field(default_factory=list)
     reshard_after_forward_optional: bool
     uneven_pp: bool
-    pp_split: Literal["even", "any"]
+    pp_split: Literal["even", "any"]  # even: layers must divide by pp·vpp; any: uneven stage sizes launch
     recompute: list[Recompute] = Field(min_length=1)
     max_mbs: Optional[int] = Field(default=None, gt=0)
 
@@ -272,14 +267,15 @@ class FrameworkProfile:
             out &= ok
         return out
 
-    def plan_masks(self, arrays, n_devices_per_node: Optional[int] = None, workload=None) -> list[tuple[str, np.ndarray]]:
+    def plan_masks(self, arrays, n_devices_per_node: Optional[int] = None,
+                   workload=None) -> list[tuple[str, np.ndarray]]:
         """``(label, ok)`` per check, in check order (the planner counts exclusions by the first check failed)."""
         return [(label, np.asarray(ok, dtype=bool)) for label, _, ok in
                 self._checks(_arrays(arrays), n_devices_per_node, workload)]
 
     def _checks(self, P: dict, dpn: Optional[int], workload) -> list[Check]:
         n = self.name
-        z, tp, pp, cp, ep, vpp, sp = P["zero"], P["tp"], P["pp"], P["cp"], P["ep"], P["vpp"], P["sp"]
+        z, tp, sp = P["zero"], P["tp"], P["sp"]
         rs, shard, dpcp = P["reshard"], P["shard"], P["dp"] * P["cp"]
         zl = ", ".join(map(str, self.zero))
         out: list[Check] = [
@@ -294,8 +290,9 @@ class FrameworkProfile:
         elif self.sp == "always-with-tp":
             out.append(("sp=false with tp>1", lambda: f"{n} always shards norms and dropout over the tp ranks "
                         "(sequence parallelism); use sp=true", (tp == 1) | sp))
-        for key, flag, what in (("pp", self.pp, "pipeline parallelism"), ("vpp", self.vpp, "interleaved pipeline "
-                                "stages"), ("cp", self.cp, "context parallelism"), ("ep", self.ep, "expert parallelism")):
+        degrees = (("pp", self.pp, "pipeline parallelism"), ("cp", self.cp, "context parallelism"),
+                   ("vpp", self.vpp, "interleaved pipeline stages"), ("ep", self.ep, "expert parallelism"))
+        for key, flag, what in degrees:
             a = P[key]
             out.append((what, lambda a=a, key=key, what=what: f"{n} has no {what} ({key}={int(a)})", (a == 1) | flag))
         rc_ok = np.isin(P["recompute"], [RECOMPUTE.index(r) for r in self.recompute])

@@ -1,6 +1,7 @@
 """The public API: ``estimate`` (one plan).  ``suggest`` and ``check`` are added by the planner."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Union
 
@@ -28,12 +29,35 @@ def estimate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, **traini
     """Predict step time, throughput, MFU and memory of ``plan`` for ``workload`` on ``cluster``.
 
     ``workload``/``cluster``: a YAML path, a catalog id, a parsed mapping or the loaded object.
-    ``plan``: ``"tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"`` (dp derived), a dict, or a ``Plan``.
-    ``training_overrides``: ``seq_len``, ``global_batch``, ``precision``, ``optimizer``.
+    ``plan``: ``"tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"`` (dp derived), a dict, or a ``Plan``.  A
+    partial plan (``"tp=8,pp=16"``) gets the knobs it leaves out (mbs, vpp, zero, recompute, sp, reshard) chosen
+    as the fastest fitting choice the workload's framework can launch; they are reported in ``Estimate.chosen``.
+    ``training_overrides``: ``seq_len``, ``global_batch``, ``precision``, ``optimizer``, ``framework``.
     """
     w = load_workload(workload, **training_overrides)
     c = load_cluster(cluster)
-    return estimate_plan(w, c, _plan(plan, c.n_devices))
+    if isinstance(plan, Plan):
+        return estimate_plan(w, c, plan)
+    from parplan.planner.complete import CHOSEN_KNOBS, complete_plan, parse_partial
+
+    values = parse_partial(plan, c.n_devices)
+    if all(k in values for k in CHOSEN_KNOBS if k != "reshard"):
+        return estimate_plan(w, c, _plan(plan, c.n_devices))
+    # a partial plan: the knobs it leaves out are chosen (fastest that fits, launchable by the framework)
+    est, chosen = complete_plan(w, c, values)
+    return replace(est, chosen=chosen)
+
+
+def _complete(w: Workload, c: Cluster, plan: PlanRef) -> Plan:
+    """The plan itself, or a partial plan's completion (as ``estimate`` chooses it)."""
+    if isinstance(plan, Plan) or not c.is_homogeneous:
+        return _plan(plan, c.n_devices)
+    from parplan.planner.complete import CHOSEN_KNOBS, complete_plan, parse_partial
+
+    values = parse_partial(plan, c.n_devices)
+    if all(k in values for k in CHOSEN_KNOBS if k != "reshard"):
+        return _plan(plan, c.n_devices)
+    return complete_plan(w, c, values)[0].plan
 
 
 # --- planner (issue 3): search, rank and check plans ------------------------------------------------------------
@@ -89,7 +113,7 @@ def check(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef | None = Non
 
     w = load_workload(workload, **training_overrides)
     c = load_cluster(cluster)
-    p = _plan(plan, c.n_devices) if plan is not None else None
+    p = _complete(w, c, plan) if plan is not None else None
     return check_plans(w, c, p, options=_search_options(fix, 0.0, allow_cross_node_tp, max_mbs), progress=progress,
                        min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,
                        max_memory_fraction=max_memory_fraction, min_mfu=min_mfu)

@@ -74,6 +74,10 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
     """Best completion of the pinned ``given`` values; returns (estimate, chosen knobs)."""
     fw = framework_of(workload)
     n = cluster.n_devices
+    if not cluster.is_homogeneous:
+        raise SpecError(f"cluster {cluster.name!r} has {len(cluster.groups)} device groups; a plan string describes "
+                        "a homogeneous plan", key="groups",
+                        hint="give a heterogeneous plan with --plan-file, or let `parplan suggest` plan it")
     degrees = make_plan({k: v for k, v in given.items() if k in ("dp", "tp", "pp", "cp", "ep")}, n)
     base = {**{k: getattr(degrees, k) for k in ("dp", "tp", "pp", "cp", "ep")}, **given}
     free = [k for k in CHOSEN_KNOBS if k not in given]
@@ -81,7 +85,7 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
         free.remove("reshard")
     grids = [_options(k, base, workload, degrees.dp, fw) for k in free]
     dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
-    plans, first_error = [], None
+    plans, first_error, messages = [], None, set()
     for combo in itertools.product(*grids):
         values = {**base, **dict(zip(free, combo))}
         if values.get("zero", 0) != 3:
@@ -91,14 +95,15 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
             validate_plan(workload, cluster, p)
         except SpecError as err:
             first_error = first_error or err
+            messages.add(err.message)
             continue
         if _launchable(fw, p, dpn):
             continue
         plans.append(p)
     plans = list(dict.fromkeys(plans))
     if not plans:
-        if first_error is not None and not free:
-            raise first_error
+        if first_error is not None and (not free or len(messages) == 1):
+            raise first_error  # the pins alone make every completion invalid: the plain error says why
         why = f" ({first_error.message})" if first_error is not None else ""
         raise SpecError(f"no plan with {', '.join(f'{k}={v}' for k, v in given.items())} can run under "
                         f"{getattr(fw, 'id', 'the framework')}{why}", key="plan",
@@ -110,5 +115,5 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
         t = np.where(res["fits"], res["step_time_s"], np.inf)
         best = plans[int(np.argmin(t))] if np.isfinite(t).any() else plans[int(np.argmin(res["memory_peak_bytes"]))]
     est = estimate_plan(workload, cluster, best, eff)
-    chosen = {k: getattr(best, k) for k in free}
+    chosen = {k: getattr(best, k) for k in free if k != "reshard" or best.zero == 3}
     return est, chosen

@@ -122,7 +122,8 @@ def test_unknown_link_in_cluster_file_names_line_and_closest(tmp_path):
 
 
 def test_not_fitting_is_not_an_error():
-    r = invoke("estimate", "llama3-70b", "--hw", "dgx-h100-64", "--plan", "tp=1,pp=1,mbs=1", "--format", "json",
+    r = invoke("estimate", "llama3-70b", "--hw", "dgx-h100-64", "--plan",
+               "tp=1,pp=1,mbs=1,vpp=1,zero=0,recompute=none,sp=false", "--format", "json",
                "--global-batch", "64")
     assert r.exit_code == 0
     d = json.loads(r.stdout)

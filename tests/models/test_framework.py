@@ -218,7 +218,7 @@ def test_generic_knob_consistency():
     assert reasons("megatron-core", zero=3, shard=8) == []  # the whole dp×cp group is not hybrid sharding
 
 
-# --- plan_mask ≡ plan_reasons ----------------------------------------------------------------------------------------
+# --- plan_mask ≡ plan_reasons ---------------------------------------------------------------------------------------
 V2 = {"reshard": (True, False), "shard": (0, 2, 4, 8), "first_layers": (0, 0, 17), "last_layers": (0, 0, 9),
       "embed_as_layer": (False, True), "loss_as_layer": (False, True)}
 V1 = {"dp": (1, 2, 8), "tp": (1, 2, 8, 16), "pp": (1, 3, 4), "cp": (1, 2, 3), "ep": (1, 1, 2), "mbs": (1, 4),
