@@ -12,173 +12,21 @@ with the framework's own reason and source.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, Callable, Literal, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from parplan.catalogs import entries
 from parplan.errors import SpecError, did_you_mean
+from parplan.models.framework_schema import (BOOL_KEYS, FP8_RECIPES, PLAN_DEFAULTS,  # noqa: F401 (re-exported)
+                                            FrameworkFile, _condition)
 from parplan.models.plan import RECOMPUTE
 from parplan.spec import load_yaml_file, validate
 
 DEFAULT_FRAMEWORK = "megatron-core"
-FP8_RECIPES = ("delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4")
-# plan keys a profile may test, with the default a plan or a PlanArrays gets when the key is absent
-PLAN_DEFAULTS = {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "mbs": 1, "vpp": 1, "zero": 0, "recompute": 0,
-                 "sp": False, "reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0,
-                 "embed_as_layer": False, "loss_as_layer": False}
-BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
-_OP = re.compile(r"^\s*(<=|>=|!=|==|<|>)\s*(-?\d+)\s*$")
-
-ZeroLevel = Literal[0, 1, 2, 3]
-Recompute = Literal["none", "selective", "full"]
-Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"]
-TpOverlap = Literal["none", "wgrad", "full"]
-
-
-# --- the file schema ----------------------------------------------------------------------------------------------
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class TpOverlapEntry(_Strict):
-    default: TpOverlap
-    options: list[TpOverlap] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _default_is_an_option(self):
-        if self.default not in self.options:
-            raise ValueError(f"default {self.default!r} is not among options {self.options}")
-        return self
-
-
-class OverlapsEntry(_Strict):
-    dp_grad_reduce: bool
-    dp_param_gather: bool
-    fsdp_prefetch: bool
-    tp_comm_overlap: TpOverlapEntry
-    pp_p2p_overlap: bool
-    fp8_param_gather: bool
-    cp_comm_overlap: bool
-
-
-class Fp8Entry(_Strict):
-    recipes: list[Recipe]
-    default_recipe: Optional[Recipe] = None
-    cast_bytes_per_element: dict[str, float] = Field(strict=False)
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if (self.default_recipe is None) != (not self.recipes):
-            raise ValueError("default_recipe must name one of recipes (null only when recipes is empty)")
-        if self.default_recipe is not None and self.default_recipe not in self.recipes:
-            raise ValueError(f"default_recipe {self.default_recipe!r} is not among recipes {self.recipes}")
-        if set(self.cast_bytes_per_element) != set(self.recipes):
-            raise ValueError(f"cast_bytes_per_element must give exactly the recipes {self.recipes}")
-        if any(not (0.0 < v < 16.0) for v in self.cast_bytes_per_element.values()):
-            raise ValueError("cast_bytes_per_element values must be between 0 and 16 bytes")
-        return self
-
-
-class SupportsEntry(_Strict):
-    zero: list[ZeroLevel] = Field(min_length=1)
-    tp: bool
-    tp_within_node: bool = False
-    sp: Literal["optional", "always-with-tp", "none"]
-    pp: bool
-    vpp: bool
-    cp: bool
-    ep: bool
-    hsdp: bool
-    hsdp_zero: list[Literal[1, 2, 3]] = Field(default_factory=list)
-    reshard_after_forward_optional: bool
-    uneven_pp: bool
-    pp_split: Literal["even", "any"]  # even: layers must divide by pp·vpp; any: uneven stage sizes launch
-    recompute: list[Recompute] = Field(min_length=1)
-    max_mbs: Optional[int] = Field(default=None, gt=0)
-
-    @model_validator(mode="after")
-    def _consistent(self):
-        if self.hsdp != bool(self.hsdp_zero):
-            raise ValueError("hsdp_zero lists the zero levels usable with hybrid sharding: give it iff hsdp is true")
-        if not set(self.hsdp_zero) <= set(self.zero):
-            raise ValueError(f"hsdp_zero {self.hsdp_zero} must be among the supported zero levels {self.zero}")
-        return self
-
-
-class DivisibleEntry(_Strict):
-    what: Literal["seq_len", "heads", "kv_heads", "layers"]
-    by: list[Any] = Field(min_length=1)
-
-    @field_validator("by")
-    @classmethod
-    def _factors(cls, v):
-        for f in v:
-            if not ((isinstance(f, int) and not isinstance(f, bool) and f > 0) or f in PLAN_DEFAULTS):
-                raise ValueError(f"factor {f!r} is neither a positive whole number nor a plan key "
-                                 f"(allowed: {', '.join(PLAN_DEFAULTS)})")
-        return v
-
-
-class RuleEntry(_Strict):
-    when: dict[str, Any] = Field(default_factory=dict)
-    require: dict[str, Any] = Field(default_factory=dict)
-    divisible: Optional[DivisibleEntry] = None
-    label: Optional[str] = Field(default=None, min_length=3)  # short name for exclusion counts (default: why)
-    why: str = Field(min_length=8)
-    source: str = Field(min_length=8)
-
-    @model_validator(mode="after")
-    def _parse(self):
-        for part in (self.when, self.require):
-            for k, v in part.items():
-                _condition(k, v)
-        if not self.require and self.divisible is None:
-            raise ValueError("a rule needs require or divisible")
-        return self
-
-
-class FrameworkFile(_Strict):
-    id: str
-    name: str
-    source: str = Field(min_length=8)
-    overlaps: OverlapsEntry
-    fp8: Fp8Entry
-    grad_reduce_dtype: Literal["fp32", "bf16"]
-    attention_kernel: Literal["fa2", "fa3", "cudnn", "splash", "materialized"]
-    supports: SupportsEntry
-    rules: list[RuleEntry] = Field(default_factory=list)
-    notes: Optional[str] = None
-
-
-def _condition(key: str, value: Any) -> tuple[str, Any]:
-    """A YAML condition on one plan key → (op, operand); recompute names become their index."""
-    if key not in PLAN_DEFAULTS:
-        raise ValueError(f"unknown plan key {key!r} (allowed: {', '.join(PLAN_DEFAULTS)})")
-    if key in BOOL_KEYS:
-        if not isinstance(value, bool):
-            raise ValueError(f"{key}: expected true or false, got {value!r}")
-        return "==", value
-    if key == "recompute":
-        names = value if isinstance(value, list) else [value]
-        if any(n not in RECOMPUTE for n in names):
-            raise ValueError(f"recompute: expected names among {', '.join(RECOMPUTE)}, got {value!r}")
-        return "in", [RECOMPUTE.index(n) for n in names]
-    if isinstance(value, bool):
-        raise ValueError(f"{key}: expected a whole number, a comparison like '>1' or a list, got {value!r}")
-    if isinstance(value, int):
-        return "==", value
-    if isinstance(value, list) and value and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-        return "in", list(value)
-    m = _OP.match(value) if isinstance(value, str) else None
-    if m is None:
-        raise ValueError(f"{key}: expected a whole number, a comparison like '>1' or a list, got {value!r}")
-    return m.group(1), int(m.group(2))
 
 
 def _holds(op: str, operand: Any, a: np.ndarray) -> np.ndarray:
