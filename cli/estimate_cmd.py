@@ -106,7 +106,8 @@ def register(app: typer.Typer) -> None:
         if plan_file is not None:
             from parplan.cli.hetero_out import frame_to_csv, render_hetero_estimate, result_row
             from parplan.hardware.catalog import load_cluster
-            from parplan.models.hetero import evaluate_hetero, load_plan_file
+            from parplan.models.hetero import evaluate_hetero
+            from parplan.models.hetero_planfile import load_plan_file
             from parplan.workloads.loader import load_workload
 
             w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)

@@ -15,13 +15,14 @@ composition below is our reading of the mechanism the seed describes):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
 import numpy as np
 
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster, Link, NodeGroup
 from parplan.models.efficiency import efficiency_for
-from parplan.models.hardware_context import DP_BUCKET_ELEMENTS
+from parplan.models.hardware_context import DP_BUCKET_ELEMENTS, framework_of
 from parplan.models.primitives.collectives import curve_for
 from parplan.models.plan import RECOMPUTE, Plan
 from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
@@ -132,9 +133,8 @@ class HeteroResult:
 
 def _atoms(workload: Workload, group: NodeGroup, tp: int, mbs: int, recompute: str, sp: bool) -> GroupCosts:
     job = workload.training
-    job1 = type(job)(seq_len=job.seq_len, global_batch=mbs, precision=job.precision, optimizer=job.optimizer,
-                     attention=job.attention)
-    hw = hardware_context(group, job.precision, efficiency_for(group.device))
+    job1 = replace(job, global_batch=mbs)
+    hw = hardware_context(group, job.precision, efficiency_for(group.device), framework=framework_of(workload))
     P = PlanArrays.from_plans([Plan(dp=1, tp=tp, pp=2, mbs=mbs, recompute=recompute, sp=sp and tp > 1)])
     r = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in evaluate(workload.model, job1, hw, P).items()}
     m = workload.model
@@ -371,7 +371,8 @@ def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, vali
         one_node = len({pl for pl in places}) == 1
         kind = cluster.groups[places[0][0]].intra_node.kind if one_node else "infiniband"
         cv = curve_for(kind, "allreduce" if plan.zero == 0 else "gather")
-        bw = bw * float(cv.busbw(min(params, DP_BUCKET_ELEMENTS["megatron-core"]) * g_red, 1.0)) / cv.fraction
+        bucket = DP_BUCKET_ELEMENTS[framework_of(workload).id]
+        bw = bw * float(cv.busbw(min(params, bucket) * g_red, 1.0)) / cv.fraction
         n = np.array(len(places))
         if plan.zero == 0:
             tg, tpar = float(ring_allreduce_s(params * g_red, n, bw, lat)), 0.0
@@ -413,90 +414,3 @@ def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, vali
                         stage_slots_s=slots, sync_exposed_s=exposed, optimizer_s=opt, memory_peak_bytes=mem_peak,
                         memory_by_stage=mems, capacity_by_stage=caps, fits=not reasons, reasons=reasons,
                         model_flops_per_step=model_flops, mfu=model_flops / (step * peak))
-
-
-# --- plan files (``parplan estimate --plan-file plan.yaml``) ----------------------------------------------------
-def _plan_file_models():
-    from typing import List, Literal, Optional, Union
-
-    from pydantic import BaseModel, ConfigDict, Field
-
-    class _Strict(BaseModel):
-        model_config = ConfigDict(extra="forbid", strict=True)
-
-    class StageEntry(_Strict):
-        group: Optional[Union[int, str]] = None  # group index, or the device id of a group
-        device: Optional[str] = None
-        layers: List[int] = Field(min_length=2, max_length=2)  # [first, end) — end exclusive
-
-    class PipelineEntry(_Strict):
-        micro_batches: int = Field(gt=0)
-        replicas: int = Field(default=1, gt=0)
-        stages: List[StageEntry] = Field(min_length=1)
-
-    class PlanFile(_Strict):
-        tp: int = Field(default=1, gt=0)
-        mbs: int = Field(default=1, gt=0)
-        zero: int = Field(default=0, ge=0, le=1)
-        recompute: Literal["none", "selective", "full"] = "none"
-        sp: bool = False
-        label: Optional[str] = None
-        pipelines: List[PipelineEntry] = Field(min_length=1)
-
-    return PlanFile
-
-
-def load_plan_file(path: str, cluster: Cluster) -> HeteroPlan:
-    """Read a heterogeneous plan from YAML: pipelines of stages (group index or device id, layer range
-    [first, end)), each with its micro-batch share (and an optional replica count)."""
-    from parplan.spec import load_yaml_file, locate, validate
-
-    data = load_yaml_file(path)
-    pf = validate(_plan_file_models(), data, file=str(path))
-    dev_to_group = {}
-    for g, grp in enumerate(cluster.groups):
-        dev_to_group.setdefault(grp.device.id, []).append(g)
-    pipes = []
-    for k, p in enumerate(pf.pipelines):
-        stages = []
-        for i, st in enumerate(p.stages):
-            key = f"pipelines[{k}].stages[{i}]"
-            ref = st.group if st.group is not None else st.device
-            if ref is None:
-                raise locate(SpecError("give 'group' (index) or 'device' (a device id of the cluster)",
-                                       key=key), data, str(path))
-            if isinstance(ref, int):
-                g = ref
-                if not 0 <= g < len(cluster.groups):
-                    raise locate(SpecError(f"group {g} does not exist (cluster has {len(cluster.groups)} groups)",
-                                           key=f"{key}.group"), data, str(path))
-            else:
-                if ref not in dev_to_group:
-                    raise locate(SpecError(f"no group of device {ref!r} in cluster {cluster.name!r}",
-                                           key=f"{key}.device", allowed=sorted(dev_to_group)), data, str(path))
-                if len(dev_to_group[ref]) > 1:
-                    raise locate(SpecError(f"several groups have device {ref!r}: give 'group' by index",
-                                           key=f"{key}.device"), data, str(path))
-                g = dev_to_group[ref][0]
-            stages.append(StageSpec(g, st.layers[0], st.layers[1]))
-        pipes.extend([PipelineSpec(tuple(stages), p.micro_batches)] * p.replicas)
-    return HeteroPlan(pipelines=tuple(pipes), tp=pf.tp, mbs=pf.mbs, zero=pf.zero, recompute=pf.recompute, sp=pf.sp,
-                      label=pf.label or "plan file")
-
-
-def plan_to_yaml(plan: HeteroPlan, cluster: Cluster) -> str:
-    """The plan-file form of a plan (identical replicas folded with ``replicas``)."""
-    import yaml
-
-    folded: list[dict] = []
-    for p in plan.pipelines:
-        entry = {"micro_batches": p.micro_batches, "replicas": 1,
-                 "stages": [{"group": s.group, "layers": [s.first_layer, s.last_layer]} for s in p.stages]}
-        if folded and {**folded[-1], "replicas": 1} == entry:
-            folded[-1]["replicas"] += 1
-        else:
-            folded.append(entry)
-    doc = {"tp": plan.tp, "mbs": plan.mbs, "zero": plan.zero, "recompute": plan.recompute, "sp": plan.sp,
-           "pipelines": folded}
-    head = "# groups: " + ", ".join(f"{g}={grp.device.id}" for g, grp in enumerate(cluster.groups)) + "\n"
-    return head + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)

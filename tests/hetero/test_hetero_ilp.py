@@ -8,8 +8,8 @@ import pytest
 
 from parplan.errors import SpecError
 from parplan.hardware import load_cluster
-from parplan.models.hetero import (HeteroPlan, PipelineSpec, StageSpec, evaluate_hetero, load_plan_file,
-                                   plan_to_yaml)
+from parplan.models.hetero import HeteroPlan, PipelineSpec, StageSpec, evaluate_hetero
+from parplan.models.hetero_planfile import load_plan_file, plan_to_yaml
 from parplan.planner.hetero import (ShapeCosts, _shape_costs, _state_bytes_per_param, block_orders,
                                     build_data_ilp, build_layer_ilp, decode_layers, make_solver, plan_hetero, solve,
                                     uniform_baseline)
