@@ -25,7 +25,7 @@ from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
 from parplan.models.efficiency import Efficiency, efficiency_for
 from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
-                                     HardwareContext, PlanArrays, evaluate, hardware_context)
+                                     HardwareContext, PlanArrays, evaluate, framework_of, hardware_context)
 from parplan.planner.space import DEFAULT_MAX_MBS, Space, build_space
 from parplan.workloads.transformer import Workload
 
@@ -208,7 +208,7 @@ def run_search(workload: Workload, cluster: Cluster, options: SearchOptions | No
     check_cluster(cluster)
     g = cluster.group
     eff = eff or efficiency_for(g.device)
-    hw = hardware_context(g, workload.training.precision, eff)
+    hw = hardware_context(g, workload.training.precision, eff, framework=framework_of(workload))
     space = build_space(workload, cluster.n_devices, g.devices_per_node, fix=options.fix,
                         allow_cross_node_tp=options.allow_cross_node_tp, max_mbs=options.max_mbs)
     n = len(space)

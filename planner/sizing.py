@@ -19,7 +19,7 @@ import numpy as np
 
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
-from parplan.models.training import PlanArrays, evaluate, hardware_context
+from parplan.models.training import PlanArrays, evaluate, framework_of, hardware_context
 from parplan.planner.search import Evaluated, SearchOptions, run_search
 from parplan.planner.space import factorizations
 from parplan.workloads.transformer import Workload
@@ -68,7 +68,7 @@ def scale_cluster(cluster: Cluster, nodes: int) -> Cluster:
 
 
 def model_flops_per_token(workload: Workload, cluster: Cluster) -> float:
-    hw = hardware_context(cluster.group, workload.training.precision)
+    hw = hardware_context(cluster.group, workload.training.precision, framework=framework_of(workload))
     one = np.ones(1, dtype=np.int64)
     P = PlanArrays(dp=one, tp=one, pp=one, cp=one, mbs=one, vpp=one, zero=0 * one, recompute=0 * one,
                    sp=np.zeros(1, dtype=bool))
