@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in TERM_NAMES:
         doc[name] = round(float(getattr(terms, name)), 9)
         doc[name.removesuffix("_s") + "_source"] = SOURCES[name]
-    doc["fitted_on"] = (f"benchmarks/calibrate.py on {len(runs)} rows of {n_src} sources of "
+    doc["source"] = (f"benchmarks/calibrate.py on {len(runs)} rows of {n_src} sources of "
                         "benchmarks/data/published_training_runs.csv (source-balanced mean |log error|); "
                         + (f"kept: LOSO {m_fit:.1f} % vs {m_zero:.1f} % without terms" if keep else
                            f"not applied: fitted terms gave LOSO {m_fit:.1f} % vs {m_zero:.1f} % without them"))

@@ -9,11 +9,9 @@ from typing import Union
 
 from pydantic import BaseModel, ConfigDict
 
-from parplan.catalogs import catalog_dir
-from parplan.models.primitives.calibration import KernelProfile, kernel_profile
+from parplan.models.primitives.calibration import KernelProfile, kernel_profile, load_calibration
 from parplan.models.primitives.collectives import curve_for
 from parplan.models.primitives.framework_terms import FrameworkTerms, framework_terms
-from parplan.spec import load_yaml_file, validate
 from parplan.units import parse_quantity
 
 
@@ -25,9 +23,9 @@ class _EffFile(BaseModel):
 
 @lru_cache(maxsize=1)
 def _kernel_overhead_s() -> float:
-    path = catalog_dir("calibration") / "efficiency.yaml"
-    f = validate(_EffFile, load_yaml_file(path), file=str(path))
-    return parse_quantity(f.kernel_overhead, "seconds", key="kernel_overhead", file=str(path))
+    f = load_calibration("efficiency.yaml", _EffFile)
+    return parse_quantity(f.kernel_overhead, "seconds", key="kernel_overhead",
+                          file="catalogs/calibration/efficiency.yaml")
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,18 @@ class HardwareContext:
     def curve_inter(self, collective: str) -> Curve:
         return curve_for(self.inter_kind, collective)
 
+    def group_busbw(self, nbytes, extent, per_node, ranks, collective: str):
+        """Bus bandwidth, latency and measured ring length of a collective whose ranks occupy ``extent``
+        consecutive devices, ``per_node`` of them in each scale-up domain.  Inside the domain: the scale-up
+        link's measured curve.  Across domains NCCL runs one ring per NIC, so the r members of a domain drive r
+        NICs in parallel: min(scale-up, r·NIC) (NCCL multi-ring)."""
+        ci, cx = self.curve_intra(collective), self.curve_inter(collective)
+        intra = ci.busbw(nbytes, self.intra_rate, ranks)
+        nic = cx.busbw(nbytes, self.inter_rate) * np.maximum(per_node, 1)
+        cross = extent > self.devices_per_node
+        return (np.where(cross, np.minimum(intra, nic), intra), np.where(cross, self.inter_lat, self.intra_lat),
+                np.where(cross, cx.measured_ranks, ci.measured_ranks))
+
 
 def math_dtype(device_supports, precision: str) -> str:
     """dtype whose peak prices the GEMMs: fp32 training uses tf32 tensor cores where present."""
@@ -84,11 +96,13 @@ def math_dtype(device_supports, precision: str) -> str:
 
 
 def _cast_bytes(fw, precision: str) -> float:
+    """Extra HBM bytes per GEMM input element for the low-precision casts of the framework's recipe."""
     if precision not in ("fp8", "mxfp8", "nvfp4", "int8"):
         return 0.0
-    table = dict(getattr(fw, "fp8_cast_bytes_per_element", {}) or {})
-    recipe = {"mxfp8": "mxfp8", "nvfp4": "nvfp4"}.get(precision, getattr(fw, "fp8_default_recipe", "delayed"))
-    return float(table.get(recipe, DEFAULT_CAST_BYTES))
+    recipe = precision if precision in ("mxfp8", "nvfp4") else fw.fp8_default_recipe
+    if recipe not in fw.fp8_cast_bytes_per_element:  # a framework without a recipe of its own (DeepSpeed)
+        return DEFAULT_CAST_BYTES
+    return fw.fp8_cast_bytes(recipe)
 
 
 def hardware_context(group: NodeGroup, precision: str, eff: Efficiency | None = None,
@@ -116,7 +130,7 @@ def hardware_context(group: NodeGroup, precision: str, eff: Efficiency | None = 
         intra_kind=group.intra_node.kind, intra_nvls=bool(getattr(group.intra_node, "nvls", False)),
         inter_kind=group.inter_node.kind, kernels=eff.kernels, framework=framework, terms=eff.terms, eff=eff,
         math_dtype=dt, kernel_overhead_s=eff.kernel_overhead_s, cast_bytes_per_element=_cast_bytes(framework, precision),
-        dp_bucket_elements=DP_BUCKET_ELEMENTS.get(getattr(framework, "id", "megatron-core"), 40e6),
-        attention=eff.kernels.attention_for(str(getattr(framework, "attention_kernel", "fa2"))),
+        dp_bucket_elements=DP_BUCKET_ELEMENTS[framework.id],
+        attention=eff.kernels.attention_for(framework.attention_kernel),
         launches_kernels=dev.kind != "tpu",
     )

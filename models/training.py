@@ -43,18 +43,6 @@ TIME_PARTS = (
 )
 
 
-def _group_busbw(nbytes, extent, per_node, ranks, hw: HardwareContext, collective: str):
-    """Bus bandwidth of a collective whose ranks occupy ``extent`` consecutive devices, ``per_node`` of them in
-    each scale-up domain.  Inside the domain: the scale-up link's measured curve.  Across domains NCCL runs one
-    ring per NIC, so the r members of a domain drive r NICs in parallel: min(scale-up, r·NIC) (NCCL multi-ring)."""
-    ci, cx = hw.curve_intra(collective), hw.curve_inter(collective)
-    intra = ci.busbw(nbytes, hw.intra_rate, ranks)
-    nic = cx.busbw(nbytes, hw.inter_rate) * np.maximum(per_node, 1)
-    cross = extent > hw.devices_per_node
-    return np.where(cross, np.minimum(intra, nic), intra), np.where(cross, hw.inter_lat, hw.intra_lat), \
-        np.where(cross, cx.measured_ranks, ci.measured_ranks)
-
-
 def _stage_layers(L, pp, P: PlanArrays):
     """Layers on the first, the largest middle and the last stage, and all middle stages together.  Default rule:
     floor((L+e+l)/p) each, the remainder to the first stages, minus the embedding (e) / loss (l) where they count
@@ -154,8 +142,8 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
     # TP: 2 all-reduces forward + 2 backward per layer, or with SP 2 all-gather + 2 reduce-scatter, of T·h·e bytes
     dpn = float(hw.devices_per_node)
     nb_tp = T * h * e
-    bw_ar, lat_ar, mr_ar = _group_busbw(nb_tp, tp, 1.0, tp, hw, "allreduce")
-    bw_g, lat_g, mr_g = _group_busbw(nb_tp, tp, 1.0, tp, hw, "gather")
+    bw_ar, lat_ar, mr_ar = hw.group_busbw(nb_tp, tp, 1.0, tp, "allreduce")
+    bw_g, lat_g, mr_g = hw.group_busbw(nb_tp, tp, 1.0, tp, "gather")
     tp_ar = np.where(sp, 2.0 * gather_s(nb_tp, tp, bw_g, lat_g, mr_g), allreduce_s(nb_tp, tp, bw_ar, lat_ar, mr_ar))
     tp_comm = 2.0 * tp_ar  # per direction (forward or backward) per layer
     # overlap (framework profile): none; "wgrad" = input-grad all-reduce behind the weight-grad GEMMs (Megatron
@@ -172,7 +160,7 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
 
     # CP: ring exchange of K,V blocks, (c−1) steps forward (K,V) and backward (K,V,dK,dV), hidden behind attention
     kv_block = 2.0 * T * k / tp * e
-    cp_bw, cp_lat, _ = _group_busbw(kv_block, tp * cp, 1.0, 2.0, hw, "p2p")
+    cp_bw, cp_lat, _ = hw.group_busbw(kv_block, tp * cp, 1.0, 2.0, "p2p")
     cp_steps = cp - 1.0
     cp_fwd_all = np.where(P.cp > 1, cp_steps * (kv_block / cp_bw + cp_lat), 0.0)
     cp_bwd_all = np.where(P.cp > 1, cp_steps * (2 * kv_block / cp_bw + cp_lat), 0.0)
@@ -204,7 +192,7 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
 
     # PP p2p per micro-batch per boundary: activations b·(s/c)·h·e, split over TP (scatter-gather optimization)
     p2p_bytes = T * h * e / tp
-    pp_bw, pp_lat, _ = _group_busbw(p2p_bytes, tp * cp * pp, 1.0, 2.0, hw, "p2p")
+    pp_bw, pp_lat, _ = hw.group_busbw(p2p_bytes, tp * cp * pp, 1.0, 2.0, "p2p")
     p2p = np.where(P.pp > 1, p2p_bytes / pp_bw + pp_lat, 0.0)
     p2p_stage = 2.0 * v * p2p  # each micro-batch enters and leaves each device v times, forward and backward
 
@@ -244,15 +232,15 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
         # message size of one collective: a framework bucket (DDP / distributed optimizer), or one layer (FSDP)
         elems = np.where(zero >= 3, P_layer / tp, np.minimum(params, bucket))
         ext = tp * cp * pp * S
-        bw_s, lat_s, mr_s = _group_busbw(elems * g_red, ext, np.minimum(per_node, S), S, hw, "gather")
-        bw_sa, lat_sa, mr_sa = _group_busbw(elems * w_b, ext, np.minimum(per_node, S), S, hw, "gather")
+        bw_s, lat_s, mr_s = hw.group_busbw(elems * g_red, ext, np.minimum(per_node, S), S, "gather")
+        bw_sa, lat_sa, mr_sa = hw.group_busbw(elems * w_b, ext, np.minimum(per_node, S), S, "gather")
         n_msgs = np.maximum(params / np.maximum(elems, 1.0), 1.0)
         rs = gather_s(params * g_red, S, bw_s, lat_s, mr_s) + (n_msgs - 1) * np.where(S > 1, lat_s, 0.0)
         ag = gather_s(params * w_b, S, bw_sa, lat_sa, mr_sa) + (n_msgs - 1) * np.where(S > 1, lat_sa, 0.0)
-        bw_r, lat_r, mr_r = _group_busbw(elems * g_red / S, tp * cp * pp * zdeg, np.maximum(per_node / S, 1.0),
-                                         R, hw, "allreduce")
+        bw_r, lat_r, mr_r = hw.group_busbw(elems * g_red / S, tp * cp * pp * zdeg, np.maximum(per_node / S, 1.0),
+                                         R, "allreduce")
         rep = allreduce_s(params * g_red / S, R, bw_r, lat_r, mr_r)  # hybrid sharding: all-reduce of the shards
-        bw_a, lat_a, mr_a = _group_busbw(elems * g_red, tp * cp * pp * zdeg, per_node, zdeg, hw, "allreduce")
+        bw_a, lat_a, mr_a = hw.group_busbw(elems * g_red, tp * cp * pp * zdeg, per_node, zdeg, "allreduce")
         ar = allreduce_s(params * g_red, zdeg, bw_a, lat_a, mr_a) + (n_msgs - 1) * lat_a
         return rs, ag, ar, rep
 

@@ -36,28 +36,34 @@ def estimate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, **traini
     """
     w = load_workload(workload, **training_overrides)
     c = load_cluster(cluster)
-    if isinstance(plan, Plan):
-        return estimate_plan(w, c, plan)
-    from parplan.planner.complete import CHOSEN_KNOBS, complete_plan, parse_partial
+    partial = _partial(plan, c)
+    if partial is None:
+        return estimate_plan(w, c, _plan(plan, c.n_devices))
+    from parplan.planner.complete import complete_plan
+
+    est, chosen = complete_plan(w, c, partial)
+    return replace(est, chosen=chosen)
+
+
+def _partial(plan: PlanRef, c: Cluster) -> dict | None:
+    """The pinned values of a partial plan (knobs left out are chosen: fastest that fits, launchable by the
+    framework), or None for a ``Plan``, a complete plan, or a multi-group cluster (a plan file's business)."""
+    if isinstance(plan, Plan) or not c.is_homogeneous:
+        return None
+    from parplan.planner.complete import CHOSEN_KNOBS, parse_partial
 
     values = parse_partial(plan, c.n_devices)
-    if all(k in values for k in CHOSEN_KNOBS if k != "reshard"):
-        return estimate_plan(w, c, _plan(plan, c.n_devices))
-    # a partial plan: the knobs it leaves out are chosen (fastest that fits, launchable by the framework)
-    est, chosen = complete_plan(w, c, values)
-    return replace(est, chosen=chosen)
+    return None if all(k in values for k in CHOSEN_KNOBS if k != "reshard") else values
 
 
 def _complete(w: Workload, c: Cluster, plan: PlanRef) -> Plan:
     """The plan itself, or a partial plan's completion (as ``estimate`` chooses it)."""
-    if isinstance(plan, Plan) or not c.is_homogeneous:
+    partial = _partial(plan, c)
+    if partial is None:
         return _plan(plan, c.n_devices)
-    from parplan.planner.complete import CHOSEN_KNOBS, complete_plan, parse_partial
+    from parplan.planner.complete import complete_plan
 
-    values = parse_partial(plan, c.n_devices)
-    if all(k in values for k in CHOSEN_KNOBS if k != "reshard"):
-        return _plan(plan, c.n_devices)
-    return complete_plan(w, c, values)[0].plan
+    return complete_plan(w, c, partial)[0].plan
 
 
 # --- planner (issue 3): search, rank and check plans ------------------------------------------------------------

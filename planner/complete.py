@@ -16,7 +16,7 @@ from parplan.hardware.types import Cluster
 from parplan.models.efficiency import Efficiency
 from parplan.models.estimate import Estimate, estimate_plan, validate_plan
 from parplan.models.hardware_context import framework_of
-from parplan.models.plan import RECOMPUTE, Plan, make_plan, parse_plan_values, split_pairs
+from parplan.models.plan import Plan, make_plan, parse_plan_values, split_pairs
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.training import evaluate_workload
 from parplan.workloads.transformer import Workload
@@ -29,35 +29,26 @@ MAX_COMPLETION_VPP = 16
 def _options(knob: str, base: dict, workload: Workload, dp: int, fw) -> list:
     mdl, job = workload.model, workload.training
 
-    def allowed(name, default):
-        return list(getattr(fw, name, default) or default)
-
     if knob == "mbs":
         per_dp = job.global_batch // dp if job.global_batch % dp == 0 else 0
-        cap = min(per_dp, MAX_COMPLETION_MBS, getattr(fw, "max_mbs", None) or MAX_COMPLETION_MBS)
+        cap = min(per_dp, MAX_COMPLETION_MBS, fw.max_mbs or MAX_COMPLETION_MBS)
         return [b for b in range(1, cap + 1) if per_dp % b == 0] or [1]
     if knob == "vpp":
         pp = base.get("pp", 1)
-        if pp == 1 or not getattr(fw, "vpp", True):
+        if pp == 1 or not fw.vpp:
             return [1]
         return [v for v in range(1, MAX_COMPLETION_VPP + 1) if mdl.layers % (pp * v) == 0 or v == 1]
     if knob == "zero":
-        return [z for z in allowed("zero", (0, 1, 2, 3))]
+        return list(fw.zero)
     if knob == "recompute":
-        return [r for r in allowed("recompute", RECOMPUTE)]
+        return list(fw.recompute)
     if knob == "sp":
         if base.get("tp", 1) == 1:
             return [False]
-        mode = getattr(fw, "sp", "optional")
-        return {"always-with-tp": [True], "none": [False]}.get(mode, [True, False])
+        return {"always-with-tp": [True], "none": [False]}.get(fw.sp, [True, False])
     if knob == "reshard":
-        return [True, False] if getattr(fw, "reshard_after_forward_optional", True) else [True]
+        return [True, False] if fw.reshard_after_forward_optional else [True]
     raise KeyError(knob)
-
-
-def _launchable(fw, plan: Plan, dpn: int) -> list[str]:
-    reasons = getattr(fw, "plan_reasons", None)
-    return list(reasons(plan, dpn)) if reasons is not None else []
 
 
 def parse_partial(text_or_values, n_devices: int) -> dict:
@@ -88,8 +79,8 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
     plans, first_error, messages = [], None, set()
     for combo in itertools.product(*grids):
         values = {**base, **dict(zip(free, combo))}
-        if values.get("zero", 0) != 3:
-            values.pop("reshard", None) if "reshard" in free else None
+        if "reshard" in free and values.get("zero", 0) != 3:
+            del values["reshard"]  # only FSDP re-shards; the other ZeRO stages keep the default
         try:
             p = Plan(**values)
             validate_plan(workload, cluster, p)
@@ -97,7 +88,7 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
             first_error = first_error or err
             messages.add(err.message)
             continue
-        if _launchable(fw, p, dpn):
+        if fw.plan_reasons(p, dpn, workload):
             continue
         plans.append(p)
     plans = list(dict.fromkeys(plans))
@@ -106,7 +97,7 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
             raise first_error  # the pins alone make every completion invalid: the plain error says why
         why = f" ({first_error.message})" if first_error is not None else ""
         raise SpecError(f"no plan with {', '.join(f'{k}={v}' for k, v in given.items())} can run under "
-                        f"{getattr(fw, 'id', 'the framework')}{why}", key="plan",
+                        f"{fw.id}{why}", key="plan",
                         hint="change the pinned knobs, or let `parplan suggest` search them")
     if len(plans) == 1:
         best = plans[0]

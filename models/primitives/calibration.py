@@ -89,10 +89,15 @@ class KernelsFile(_Strict):
     collectives: CollSection
 
 
+def load_calibration(name: str, schema):
+    """``catalogs/calibration/<name>`` validated against ``schema`` (errors name the file, key and value)."""
+    path = catalog_dir("calibration") / name
+    return validate(schema, load_yaml_file(path), file=str(path))
+
+
 @lru_cache(maxsize=1)
 def kernels_file() -> KernelsFile:
-    path = catalog_dir("calibration") / "kernels.yaml"
-    return validate(KernelsFile, load_yaml_file(path), file=str(path))  # type: ignore[return-value]
+    return load_calibration("kernels.yaml", KernelsFile)
 
 
 def fit_saturation(points) -> tuple[float, float]:

@@ -6,8 +6,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from parplan.catalogs import catalog_dir
-from parplan.spec import load_yaml_file, validate
+from parplan.models.primitives.calibration import load_calibration
 
 
 class _TermsFile(BaseModel):
@@ -18,7 +17,7 @@ class _TermsFile(BaseModel):
     overlap_interference_source: str
     compute_derate: float = Field(ge=0, le=1)
     compute_derate_source: str
-    fitted_on: str
+    source: str  # how and on what the values were fitted (written by benchmarks/calibrate.py)
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,6 @@ class FrameworkTerms:
 
 @lru_cache(maxsize=1)
 def framework_terms() -> FrameworkTerms:
-    path = catalog_dir("calibration") / "framework_terms.yaml"
-    f = validate(_TermsFile, load_yaml_file(path), file=str(path))
+    f = load_calibration("framework_terms.yaml", _TermsFile)
     return FrameworkTerms(layer_overhead_s=f.layer_overhead_s, overlap_interference=f.overlap_interference,
                           compute_derate=f.compute_derate)

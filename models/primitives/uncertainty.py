@@ -6,8 +6,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from parplan.catalogs import catalog_dir
-from parplan.spec import load_yaml_file, validate
+from parplan.models.primitives.calibration import load_calibration
 
 
 class _Band(BaseModel):
@@ -27,8 +26,7 @@ class _IntervalsFile(BaseModel):
 
 @lru_cache(maxsize=1)
 def _intervals() -> _IntervalsFile:
-    path = catalog_dir("calibration") / "intervals.yaml"
-    return validate(_IntervalsFile, load_yaml_file(path), file=str(path))  # type: ignore[return-value]
+    return load_calibration("intervals.yaml", _IntervalsFile)
 
 
 def interval_factors(provenance_class: str) -> tuple[float, float]:

@@ -27,8 +27,7 @@ def test_a_full_plan_chooses_nothing():
 def test_framework_limits_the_completion():
     # torchtitan has no ZeRO-1 distributed optimizer (its profile); the completion never picks what it cannot run
     e = parplan.estimate("llama3-8b", "dgx-h100-64", "tp=1", framework="torchtitan", global_batch=512)
-    assert e.framework == "torchtitan"
-    assert not load_workload("llama3-8b", framework="torchtitan") is None
+    assert e.framework == "torchtitan" and e.plan.zero in (0, 3)
     from parplan.models.framework import get_framework
 
     assert get_framework("torchtitan").plan_reasons(e.plan) == []
