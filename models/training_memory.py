@@ -48,8 +48,18 @@ class StageShape:
     params_last: np.ndarray
 
 
-def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, flash: bool) -> dict:
-    """Memory parts per device at the heaviest of the first and the last stage (bytes)."""
+def inflight_factors(S: StageShape):
+    """Micro-batches whose activations the first stage holds: min(p, m) with 1F1B, and the interleaving penalty
+    1 + (p−1)/(p·v) (Narayanan et al. 2021 §2.2; Megatron runs every forward first when m ≤ p)."""
+    return np.minimum(S.pp, S.m), np.where((S.v > 1) & (S.m > S.pp), 1.0 + (S.pp - 1) / (S.pp * S.v), 1.0)
+
+
+def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, flash: bool,
+           extra: dict | None = None) -> dict:
+    """Memory parts per device at the heaviest of the first and the last stage (bytes).  ``extra`` (a family's
+    own terms, e.g. MoE experts): ``states_first``/``states_last`` = (weights, grads, optimizer) bytes added to the
+    model states, ``act_first``/``act_last`` added to the activations, ``transient`` added to both stages'
+    transients, ``per_layer`` replacing the per-layer activation bytes reported to the executor."""
     tp, pp, cp, v, m, T, Tsp = S.tp, S.pp, S.cp, S.v, S.m, S.T, S.Tsp
     zero, rc, sp = S.zero, S.rc, S.sp
     h, a = float(model.hidden), float(model.heads)
@@ -85,8 +95,7 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     per_layer = np.select([rc == 0, rc == 1], [per_layer_none, per_layer_sel], per_layer_full)
     # in-flight micro-batches on the first stage: min(p, m) with 1F1B; interleaving adds (p−1)/(p·v) of a stage
     # (Megatron runs every forward first when m ≤ p: then m micro-batches of the whole stage are in flight)
-    inflight = np.minimum(pp, m)
-    penalty = np.where((v > 1) & (m > pp), 1.0 + (pp - 1) / (pp * v), 1.0)
+    inflight, penalty = inflight_factors(S)
     emb_extra = drop_mask * Tsp * h  # embedding dropout mask (its output is layer 0's input, counted per layer)
     act_first = (S.n_first * per_layer * inflight * penalty
                  + np.where(rc == 2, per_layer_sel, 0.0)  # working set of the layer being recomputed
@@ -100,6 +109,14 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
 
     wf, gf, of = model_state(S.params_first, S.n_first)
     wl, gl, ol = model_state(S.params_last, S.n_last)
+    if extra is not None:
+        (xwf, xgf, xof), (xwl, xgl, xol) = extra["states_first"], extra["states_last"]
+        wf, gf, of, wl, gl, ol = wf + xwf, gf + xgf, of + xof, wl + xwl, gl + xgl, ol + xol
+        act_first = act_first + extra["act_first"]
+        act_last = act_last + extra["act_last"]
+        transient_first = transient_first + extra["transient"]
+        transient_last = transient_last + extra["transient"]
+        per_layer = extra.get("per_layer", per_layer)
     dyn_first = wf + gf + of + act_first + transient_first + z3_buf
     dyn_last = wl + gl + ol + act_last + transient_last + z3_buf
     heavy_last = dyn_last > dyn_first

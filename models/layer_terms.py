@@ -1,0 +1,293 @@
+"""Named cost terms of one transformer layer, one micro-batch, one device (vectorized over plans): the attention
+block (projection GEMMs, the attention core, token-wise memory-bound kernels, tensor- and context-parallel
+communication with the framework's overlaps) and the dense MLP block.  Families compose them: the dense family
+uses both in every layer, the MoE family replaces the MLP block of its sparse layers (``models/moe_terms.py``).
+
+All quantities are SI floats (seconds, bytes, FLOP).  Notation as in ``models/training.py``; derivations in
+docs/cost_model.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from parplan.models.hardware_context import HardwareContext
+from parplan.models.plan_arrays import PlanArrays
+from parplan.models.primitives.collectives import allreduce_s, gather_s
+from parplan.models.primitives.kernels import attention_efficiency, gemm_efficiency
+
+# bytes per GEMM input element by math dtype (MX formats add one 8-bit scale per 32 elements, NVFP4 one per 16)
+GEMM_INPUT_BYTES = {"fp8": 1.0, "int8": 1.0, "mxfp8": 1.0 + 1.0 / 32, "nvfp4": 0.5 + 1.0 / 16}
+
+
+@dataclass
+class StepContext:
+    """What every term of one optimizer step needs of the plans, the job and the hardware (arrays over plans)."""
+
+    hw: HardwareContext
+    P: PlanArrays
+    dp: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    cp: np.ndarray
+    b: np.ndarray  # micro-batch size (sequences)
+    v: np.ndarray  # interleaving degree
+    s: float  # sequence length
+    B: float  # global batch (sequences)
+    e: float  # bytes per activation / 16-bit weight value
+    in_b: float  # bytes per GEMM input element
+    m: np.ndarray  # micro-batches per pipeline per step
+    T: np.ndarray  # tokens of one micro-batch on one device (CP splits the sequence)
+    Tsp: np.ndarray  # rows of token-wise ops (SP splits them over TP ranks)
+    peak: float  # GEMM dtype peak after the sustained-clock derate
+    peak16: float
+    bw_mem: float  # sustained HBM bandwidth
+    t_k: float  # per-kernel launch overhead
+
+    def gemm_s(self, M, K, N, dtype=None, pk=None, ib=None):
+        """One GEMM (M×K)·(K×N): flops at peak × shape efficiency (kernel layer) vs HBM traffic, + launch."""
+        dtype = self.hw.math_dtype if dtype is None else dtype
+        pk = self.peak if pk is None else pk
+        ib = self.in_b if ib is None else ib
+        flops = 2.0 * M * K * N
+        nbytes = (M * K + K * N) * ib + M * N * self.e
+        return np.maximum(flops / (pk * gemm_efficiency(M, K, N, self.hw.kernels, dtype)), nbytes / self.bw_mem) + self.t_k
+
+    def fwd_bwd(self, M, K, N):
+        """Forward, data-gradient (M×N)·(N×K) and weight-gradient (K×M)·(M×N) GEMMs of one linear layer."""
+        return self.gemm_s(M, K, N), self.gemm_s(M, N, K), self.gemm_s(K, M, N)
+
+
+def step_context(job, hw: HardwareContext, P: PlanArrays) -> StepContext:
+    f64 = np.float64
+    terms, kp = hw.terms, hw.kernels
+    dp, tp, pp, cp = (P.dp.astype(f64), P.tp.astype(f64), P.pp.astype(f64), P.cp.astype(f64))
+    b, v = P.mbs.astype(f64), P.vpp.astype(f64)
+    s, B = float(job.seq_len), float(job.global_batch)
+    e = 2.0 if job.precision != "fp32" else 4.0
+    T = b * s / cp
+    derate = 1.0 + terms.compute_derate  # sustained-clock derate (global term)
+    return StepContext(hw=hw, P=P, dp=dp, tp=tp, pp=pp, cp=cp, b=b, v=v, s=s, B=B, e=e,
+                       in_b=GEMM_INPUT_BYTES.get(hw.math_dtype, e), m=B / (dp * b), T=T,
+                       Tsp=np.where(P.sp, T / tp, T), peak=hw.peak_flops_per_s / derate,
+                       peak16=hw.peak16_flops_per_s / derate,
+                       bw_mem=hw.memory_bandwidth_bytes_per_s * kp.memory_fraction / derate,
+                       t_k=hw.kernel_overhead_s)
+
+
+@dataclass
+class LayerTerms:
+    """One layer, one micro-batch, one device: GEMM, attention and memory-bound time forward / backward, the
+    exposed and hidden tensor-/context-/expert-parallel communication, and the assembled forward, backward and
+    recompute time (seconds)."""
+
+    gemm_fwd: np.ndarray
+    dgrad: np.ndarray
+    wgrad: np.ndarray
+    attn_fwd: np.ndarray
+    attn_bwd: np.ndarray
+    mem_fwd: np.ndarray
+    mem_bwd: np.ndarray
+    tp_fwd: np.ndarray  # exposed TP communication, forward
+    tp_bwd: np.ndarray  # exposed TP communication, backward
+    tp_hidden: np.ndarray
+    cp_fwd: np.ndarray
+    cp_bwd: np.ndarray
+    cp_hidden: np.ndarray
+    ep_fwd: object = 0.0  # exposed expert-parallel all-to-all (MoE layers), forward
+    ep_bwd: object = 0.0
+    ep_hidden: object = 0.0
+    t_layer: float = 0.0  # host/launch gap per layer pass (global framework term)
+    intf: float = 0.0  # overlap-interference coefficient (global framework term)
+
+    @property
+    def gemm_bwd(self):
+        return self.dgrad + self.wgrad
+
+    @property
+    def fwd(self):
+        return (self.gemm_fwd + self.attn_fwd + self.mem_fwd + self.tp_fwd + self.cp_fwd + self.ep_fwd
+                + self.t_layer)
+
+    @property
+    def interference(self):
+        # the slowdown of compute by communication running concurrently on the same device (SM and HBM contention)
+        return self.intf * (self.tp_hidden + self.cp_hidden + self.ep_hidden)
+
+    @property
+    def bwd(self):
+        return (self.gemm_bwd + self.attn_bwd + self.mem_bwd + self.tp_bwd + self.cp_bwd + self.ep_bwd
+                + self.t_layer + self.interference)
+
+    def recompute(self, rc):
+        """Recompute in the backward: selective = the attention core forward again; full = the layer forward."""
+        return np.where(rc == 2, self.fwd, np.where(rc == 1, self.attn_fwd, 0.0))
+
+
+@dataclass
+class AttentionBlock:
+    gemm: tuple  # (fwd, dgrad, wgrad) of the projections
+    attn_fwd: np.ndarray
+    attn_bwd: np.ndarray
+    attn_flops_fwd: np.ndarray
+    mem_fwd: np.ndarray  # norms, residuals, dropout, rotary, fp8 casts of the attention inputs
+
+
+def _core_flops_fwd(model, c: StepContext, window: float):
+    """Causal attention core forward FLOPs of one micro-batch on one device: QKᵀ over qk dims and AV over v dims
+    for the mean keys per query (s/2 causal; w − w²/(2s) with a w-token window) (Dao 2022; DeepSeek-V2 MLA)."""
+    qk, vd = float(getattr(model, "attn_qk_dim", model.q_dim)), float(getattr(model, "attn_v_dim", model.q_dim))
+    keys = c.s / 2.0 if window <= 0 or window >= c.s else window * (1.0 - window / (2.0 * c.s))
+    return 2.0 * c.b * c.s * keys * (qk + vd) / (c.tp * c.cp)
+
+
+def attention_block(model, job, c: StepContext) -> AttentionBlock:
+    """Projections, attention core and the token-wise memory-bound kernels of the attention half of a layer."""
+    hw, P, tp, e = c.hw, c.P, c.tp, c.e
+    h, q, k = float(model.hidden), float(model.q_dim), float(model.kv_dim)
+    T = c.T
+    projections = getattr(model, "attention_projections", None)
+    if projections is None:  # dense GQA: QKV (h → q+2k, column-parallel) and the output (q → h, row-parallel)
+        projections = ((h, q + 2 * k, "col"), (q, h, "row"))
+    f_, d_, w_ = 0.0, 0.0, 0.0
+    for K_, N_, split in projections:
+        K_, N_ = float(K_), float(N_)
+        shape = (T, K_, N_ / tp) if split == "col" else (T, K_ / tp, N_) if split == "row" else (T, K_, N_)
+        g = c.fwd_bwd(*shape)
+        f_, d_, w_ = f_ + g[0], d_ + g[1], w_ + g[2]
+    hd = int(model.head_dim_)
+    window = float(getattr(model, "sliding_window", 0) or 0)
+    every = int(getattr(model, "full_attention_every", 1) or 1)
+    share_windowed = (every - 1) / every if window > 0 else 0.0
+    flops_full = _core_flops_fwd(model, c, 0.0)
+
+    def core(flops, skv):
+        if job.attention == "flash":
+            return _flash(c, hw, flops, skv, hd)
+        return _materialized(model, c, hw)
+
+    a_f, a_b = core(flops_full, c.s / c.cp)
+    attn_flops = flops_full
+    if share_windowed > 0:  # local-window layers (gpt-oss, Llama 4): the mean over the layer pattern
+        flops_w = _core_flops_fwd(model, c, window)
+        w_f, w_b = core(flops_w, np.minimum(window, c.s / c.cp))
+        a_f = (1 - share_windowed) * a_f + share_windowed * w_f
+        a_b = (1 - share_windowed) * a_b + share_windowed * w_b
+        attn_flops = (1 - share_windowed) * flops_full + share_windowed * flops_w
+    # memory-bound token-wise ops (bytes moved forward): 2 norms (r h, w h), 2 residual adds (r 2h, w h),
+    # dropouts (r h, w h, mask 1 B) if the model uses them, rotary on q,k
+    norm_res = (2 * 2 * e + 2 * 3 * e + (2 * (2 * e + 1) if model.dropout else 0.0)) * c.Tsp * h
+    rope = (2 * e * T * (q + k) / tp) if model.position == "rope" else 0.0
+    return AttentionBlock(gemm=(f_, d_, w_), attn_fwd=a_f, attn_bwd=a_b, attn_flops_fwd=attn_flops,
+                          mem_fwd=(norm_res + rope) / c.bw_mem)
+
+
+def _flash(c: StepContext, hw, flops, skv, hd):
+    """Fused attention (Dao 2022/2023, Shah et al. 2024): backward = 2.5× forward FLOPs (recomputes QKᵀ); the
+    kernel's efficiency by keys per block (s/c under CP; causal blocks only without CP), on the 16-bit peak."""
+    ac = hw.attention
+    P = c.P
+    eff_f = np.where(P.cp > 1, attention_efficiency(skv, hd, False, False, ac),
+                     attention_efficiency(skv, hd, True, False, ac))
+    eff_b = np.where(P.cp > 1, attention_efficiency(skv, hd, False, True, ac),
+                     attention_efficiency(skv, hd, True, True, ac))
+    return flops / (c.peak16 * eff_f) + c.t_k, 2.5 * flops / (c.peak16 * eff_b) + 2 * c.t_k
+
+
+def _materialized(model, c: StepContext, hw):
+    """Materialized attention (Megatron-LM 2021–22): batched GEMMs over the full s×s scores (masking after the
+    product), scores written to HBM; scale-mask-softmax and dropout as memory-bound kernels; backward = 2 GEMMs
+    per forward GEMM (Korthikanti et al. 2022 §4.1)."""
+    a, q, e, s = float(model.heads), float(model.q_dim), c.e, c.s
+    heads_local, sq = a / c.tp, s / c.cp
+    kp = hw.kernels
+
+    def bmm(M, K, N):
+        one = np.maximum(2.0 * M * K * N / (c.peak16 * gemm_efficiency(M, K, N, kp, "bf16")),
+                         (M * K + K * N + M * N) * e / c.bw_mem)
+        return heads_local * c.b * one + c.t_k
+
+    scores = heads_local * c.b * sq * s
+    sm_fwd = (2 * e + (2 * e + 1) * (1.0 if model.dropout else 0.0)) * scores / c.bw_mem
+    fwd = bmm(sq, q / a, s) + bmm(sq, s, q / a) + sm_fwd + c.t_k
+    bwd = 2.0 * (bmm(sq, q / a, s) + bmm(sq, s, q / a)) + 1.5 * sm_fwd + c.t_k
+    return fwd, bwd
+
+
+def dense_mlp(model, c: StepContext, ffn_hidden: float | None = None):
+    """MLP GEMMs (up: h → (nmat−1)·f, down: f → h, TP-split) and the activation kernel (gelu r f w f; swiglu
+    r 2f w f) of one layer: ((fwd, dgrad, wgrad), memory-bound forward seconds)."""
+    h = float(model.hidden)
+    f = float(model.ffn_hidden if ffn_hidden is None else ffn_hidden)
+    nmat = float(model.ffn_matrices)
+    up = c.fwd_bwd(c.T, h, (nmat - 1) * f / c.tp)
+    down = c.fwd_bwd(c.T, f / c.tp, h)
+    act = (nmat * c.e) * c.T * f / c.tp
+    return (up[0] + down[0], up[1] + down[1], up[2] + down[2]), act / c.bw_mem
+
+
+def fp8_cast_s(model, c: StepContext, ffn_hidden: float | None = None):
+    """fp8/MX casts + amax of GEMM inputs (the framework's recipe), bytes per element of h, q/t, h, f/t inputs."""
+    f = float(model.ffn_hidden if ffn_hidden is None else ffn_hidden)
+    h, q = float(model.hidden), float(model.q_dim)
+    return c.hw.cast_bytes_per_element * c.T * (h + q / c.tp + h + f / c.tp) / c.bw_mem
+
+
+def tp_exposure(fw, tp_comm, gemm_fwd, wgrad, gemm_bwd):
+    """Exposed TP time per the framework: none; "wgrad" = input-grad all-reduce behind the weight-grad GEMMs
+    (Megatron async all-reduce); "full" = communication pipelined with the adjacent GEMMs (TE userbuffers)."""
+    ov = fw.tp_comm_overlap
+    if ov == "full":
+        tp_f, tp_b = np.maximum(0.0, tp_comm - gemm_fwd), np.maximum(0.0, tp_comm - gemm_bwd)
+    elif ov == "wgrad":
+        tp_f, tp_b = tp_comm, np.maximum(0.0, tp_comm - wgrad)
+    else:
+        tp_f, tp_b = tp_comm, tp_comm
+    return tp_f, tp_b, (tp_comm - tp_f) + (tp_comm - tp_b)
+
+
+def cp_exchange(model, c: StepContext, attn_fwd, attn_bwd):
+    """CP ring of K,V blocks: (c−1) steps forward (K,V) and backward (K,V,dK,dV), hidden behind attention when the
+    framework overlaps it (Liu et al. 2023, Ring Attention; Megatron-Core context parallelism)."""
+    hw, fw = c.hw, c.hw.framework
+    kv_block = 2.0 * c.T * float(model.kv_dim) / c.tp * c.e
+    cp_bw, cp_lat, _ = hw.group_busbw(kv_block, c.tp * c.cp, 1.0, 2.0, "p2p")
+    steps = c.cp - 1.0
+    f_all = np.where(c.P.cp > 1, steps * (kv_block / cp_bw + cp_lat), 0.0)
+    b_all = np.where(c.P.cp > 1, steps * (2 * kv_block / cp_bw + cp_lat), 0.0)
+    f_ = np.maximum(0.0, f_all - (attn_fwd if fw.cp_comm_overlap else 0.0))
+    b_ = np.maximum(0.0, b_all - (attn_bwd if fw.cp_comm_overlap else 0.0))
+    return f_, b_, (f_all - f_) + (b_all - b_)
+
+
+def global_terms(hw: HardwareContext) -> tuple[float, float]:
+    """(per-layer host gap, interference coefficient): XLA compiles a whole TPU step, so no per-layer host gap."""
+    terms = hw.terms
+    return (terms.layer_overhead_s if hw.launches_kernels else 0.0), terms.overlap_interference
+
+
+def dense_layer(model, job, c: StepContext) -> tuple[LayerTerms, AttentionBlock]:
+    """A dense layer: attention block + MLP block, with TP/CP communication (Narayanan et al. 2021 §3)."""
+    att = attention_block(model, job, c)
+    (mf, md, mw), act_s = dense_mlp(model, c)
+    gemm_fwd, dgrad, wgrad = att.gemm[0] + mf, att.gemm[1] + md, att.gemm[2] + mw
+    mem_fwd = att.mem_fwd + act_s + fp8_cast_s(model, c)
+    tp_comm = 2.0 * tp_pair_s(model, c)  # per direction: one pair for the attention half, one for the MLP
+    tp_f, tp_b, tp_h = tp_exposure(c.hw.framework, tp_comm, gemm_fwd, wgrad, dgrad + wgrad)
+    cp_f, cp_b, cp_h = cp_exchange(model, c, att.attn_fwd, att.attn_bwd)
+    t_layer, intf = global_terms(c.hw)
+    lt = LayerTerms(gemm_fwd=gemm_fwd, dgrad=dgrad, wgrad=wgrad, attn_fwd=att.attn_fwd, attn_bwd=att.attn_bwd,
+                    mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
+                    cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, t_layer=t_layer, intf=intf)
+    return lt, att
+
+
+def tp_pair_s(model, c: StepContext):
+    """TP collectives of one layer half and direction: an all-reduce, or with SP an all-gather + a reduce-scatter,
+    of T·h·e bytes (Shoeybi et al. 2019; Korthikanti et al. 2022)."""
+    hw, tp = c.hw, c.tp
+    nb_tp = c.T * float(model.hidden) * c.e
+    bw_ar, lat_ar, mr_ar = hw.group_busbw(nb_tp, tp, 1.0, tp, "allreduce")
+    bw_g, lat_g, mr_g = hw.group_busbw(nb_tp, tp, 1.0, tp, "gather")
+    return np.where(c.P.sp, 2.0 * gather_s(nb_tp, tp, bw_g, lat_g, mr_g), allreduce_s(nb_tp, tp, bw_ar, lat_ar, mr_ar))

@@ -1,0 +1,347 @@
+"""One optimizer step assembled from per-layer terms (vectorized over plans): pipeline stages (uneven splits,
+embedding and loss as layers), p2p, the pipeline makespan, data-parallel gradient / parameter traffic under
+ZeRO/FSDP/HSDP with the framework's overlaps, the optimizer step, FLOPs, memory and the named breakdown.
+
+Families hand in a ``LayerMix``: the kinds of layers the model has (a dense layer; an MoE layer), their per-layer
+terms (``models/layer_terms.py``), how many of each every stage holds, and their parameters by synchronization
+class (parameters reduced over dp·cp, expert parameters over the expert-data-parallel group).  With one kind this
+is exactly the dense model (a test pins its numbers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from parplan.models.layer_terms import LayerTerms, StepContext
+from parplan.models.primitives.collectives import allreduce_s, gather_s
+from parplan.models.primitives.uncertainty import interval_factors
+from parplan.models.training_memory import StageShape, memory
+
+# Bytes moved per parameter by one Adam step (memory-bound): read master, m, v, fp32 grad (16 B), write master,
+# m, v (12 B) and the 16-bit weight copy (2 B), plus one read of the grads for the global-norm clip (4 B).
+OPTIMIZER_STEP_BYTES = {"adam": 34.0, "adamw": 34.0, "sgd": 26.0}
+# Passes over the fp32 logits made by the vocab-parallel cross entropy (max, exp-sum, loss, grad): bytes per
+# logit element, forward + backward (read bf16 2 B, write fp32 4 B, 2× read/write fp32 in softmax+grad).
+CROSS_ENTROPY_BYTES_PER_LOGIT = 22.0
+
+# Names of the time parts (seconds per step) every family reports; a family may add its own after them.
+TIME_PARTS = (
+    "compute_gemm_s", "compute_attention_s", "compute_memory_bound_s", "recompute_s", "tp_comm_exposed_s",
+    "cp_comm_exposed_s", "pp_p2p_s", "pipeline_bubble_s", "dp_comm_exposed_s", "optimizer_s",
+    "framework_overhead_s", "overlap_interference_s",
+)
+
+
+@dataclass
+class LayerKind:
+    """One kind of layer: its terms, its parameters per device by sync class, and its FLOPs."""
+
+    terms: LayerTerms
+    params_tp: float  # parameters of one layer reduced over dp·cp (whole layer; the formulas divide by tp)
+    expert_params_dev: object = 0.0  # expert parameters of one layer on one device (reduced over the EDP group)
+    flops_per_token_fwd: float = 0.0  # model FLOPs of one layer per token, forward (Megatron convention)
+    attn_flops_per_token_fwd: float = 0.0  # the attention-core part of it (what selective recompute redoes)
+    bound_flops: object = 0.0  # forward+backward FLOPs of one layer, one micro-batch, one device (lower bound)
+
+
+@dataclass
+class LayerMix:
+    """The layer kinds of a model and how many of each every pipeline stage holds (arrays over plans)."""
+
+    kinds: list  # [LayerKind, ...]; kinds[0] is the default kind
+    count: object = None  # f(kind index, n_layers_array, where ∈ first|last|mid|mid_total) -> array
+    edp: object = 1.0  # ranks of the expert-data-parallel group (expert gradients are reduced over it)
+    edp_per_node: object = 1.0  # of them in one scale-up domain
+    layer_counts: tuple = ()  # layers of each kind in the whole model (default: every layer is kinds[0])
+    memory_extra: object = None  # f(shape, experts_first, experts_last, counts_first, counts_last, w_b) -> dict
+
+
+def stage_layers(L, pp, P):
+    """Layers on the first, the largest middle and the last stage, and all middle stages together.  Default rule:
+    floor((L+e+l)/p) each, the remainder to the first stages, minus the embedding (e) / loss (l) where they count
+    as layers; explicit first/last counts split the rest evenly over the middle stages (Megatron-Core)."""
+    ea, la = P.embed_as_layer.astype(np.float64), P.loss_as_layer.astype(np.float64)
+    Lv = L + ea + la
+    base = np.floor(Lv / pp)
+    extra = Lv - base * pp
+    n_first = np.where(pp > 1, base + (extra > 0) - ea, L)
+    n_last = np.where(pp > 1, base - la, n_first)
+    n_first = np.where(P.first_layers > 0, P.first_layers, n_first)
+    n_last = np.where((P.last_layers > 0) & (pp > 1), P.last_layers, n_last)
+    n_mid_total = np.where(pp > 2, np.maximum(L - n_first - n_last, 0.0), 0.0)
+    n_mid_max = np.where(pp > 2, np.ceil(n_mid_total / np.maximum(pp - 2, 1)), 0.0)
+    return n_first, n_last, n_mid_max, n_mid_total
+
+
+def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]:
+    """Price one optimizer step for every plan from its layers' terms; named arrays (s, bytes, FLOP)."""
+    hw, P = c.hw, c.P
+    fw = hw.framework
+    f64 = np.float64
+    dp, tp, pp, cp, v, m, T, Tsp, e = c.dp, c.tp, c.pp, c.cp, c.v, c.m, c.T, c.Tsp, c.e
+    zero, rc = P.zero, P.recompute
+    L, h, V = float(model.layers), float(model.hidden), float(model.vocab)
+    s, B = c.s, c.B
+    bw_mem = c.bw_mem
+    K = mix.kinds
+    one_kind = len(K) == 1
+
+    def counts(n, where):
+        """Layers of each kind on a stage holding n layers."""
+        if one_kind:
+            return [n]
+        return [mix.count(i, n, where) for i in range(len(K))]
+
+    def over(ns, fn):
+        """Σ over kinds of n_kind · fn(kind)."""
+        tot = None
+        for n_i, kd in zip(ns, K):
+            x = n_i * fn(kd)
+            tot = x if tot is None else tot + x
+        return tot
+
+    for kd in K:
+        kd.rc = kd.terms.recompute(rc)
+
+    # --- stages --------------------------------------------------------------------------------------------------
+    n_first, n_last, n_mid_max, n_mid_total = stage_layers(L, pp, P)
+    c_first, c_last, c_mid = counts(n_first, "first"), counts(n_last, "last"), counts(n_mid_max, "mid")
+    c_midt = counts(n_mid_total, "mid_total")
+    emb_fwd = 2.0 * e * Tsp * h / bw_mem  # embedding gather forward, scatter-add backward (memory-bound on T·h)
+    emb_bwd = (e + 8.0) * Tsp * h / bw_mem
+    # output layer (last stage): logits GEMM T×h×V/t, its 2 backward GEMMs, vocab-parallel cross entropy
+    g_logit, g_logit_d, g_logit_w = c.fwd_bwd(T, h, V / tp)
+    ce = CROSS_ENTROPY_BYTES_PER_LOGIT * T * V / tp / bw_mem
+    out_fwd = g_logit + 0.4 * ce
+    out_bwd = g_logit_d + g_logit_w + 0.6 * ce
+
+    # PP p2p per micro-batch per boundary: activations b·(s/c)·h·e, split over TP (scatter-gather optimization)
+    p2p_bytes = T * h * e / tp
+    pp_bw, pp_lat, _ = hw.group_busbw(p2p_bytes, tp * cp * pp, 1.0, 2.0, "p2p")
+    p2p = np.where(P.pp > 1, p2p_bytes / pp_bw + pp_lat, 0.0)
+    p2p_stage = 2.0 * v * p2p  # each micro-batch enters and leaves each device v times, forward and backward
+
+    def stage(ns, first, last):
+        f_ = over(ns, lambda k: k.terms.fwd) + (emb_fwd if first else 0.0) + (out_fwd if last else 0.0)
+        b_ = over(ns, lambda k: k.terms.bwd + k.rc) + (emb_bwd if first else 0.0) + (out_bwd if last else 0.0)
+        return f_, b_
+
+    single = pp == 1
+    f_first, b_first = stage(c_first, True, False)
+    f_first = f_first + np.where(single, out_fwd, 0.0)
+    b_first = b_first + np.where(single, out_bwd, 0.0)
+    f_last, b_last = stage(c_last, False, True)
+    f_mid, b_mid = stage(c_mid, False, False)
+
+    # --- parameters per device (first and last stage), Megatron sharding ---------------------------------------
+    emb_p = float(model.embedding_params)
+    out_p = float(model.vocab * model.hidden + model.norm_params_per_norm)  # pp>1: last stage holds the projection
+    out_own = float(model.output_params)
+    params_first = (over(c_first, lambda k: k.params_tp) + emb_p + np.where(single, out_own, 0.0)) / tp
+    params_last = np.where(single, params_first, (over(c_last, lambda k: k.params_tp) + out_p) / tp)
+    params_mid = over(c_mid, lambda k: k.params_tp) / tp
+    x_first = over(c_first, lambda k: k.expert_params_dev)  # expert parameters (sharded by EP / ETP already)
+    x_last = np.where(single, x_first, over(c_last, lambda k: k.expert_params_dev))
+    x_mid = over(c_mid, lambda k: k.expert_params_dev)
+    has_experts = not one_kind and any(np.any(np.asarray(k.expert_params_dev) > 0) for k in K)
+
+    # --- data-parallel gradient / parameter traffic (grad-sharing group = dp × cp; ZeRO shard group S) -----------
+    dpn = float(hw.devices_per_node)
+    zdeg = dp * cp
+    S = np.where(P.shard > 0, P.shard.astype(f64), zdeg)  # ZeRO shard group (hybrid sharding: S < dp·cp)
+    R = zdeg / S  # replica groups that all-reduce the shards
+    per_node = np.where(tp * cp >= dpn, np.maximum(np.floor(dpn / tp), 1.0),
+                        np.where(tp * cp * pp < dpn, np.floor(dpn / (tp * pp)), cp))
+    g_red = np.where(zero >= 2, e, 4.0) if fw.grad_reduce_dtype == "fp32" else np.full_like(dp, e)
+    w_b = 1.0 if (fw.fp8_param_gather and c.in_b <= 1.05) else e
+    bucket = hw.dp_bucket_elements
+    n_layers_max = np.maximum(np.maximum(n_first, n_last), n_mid_max)
+    P_layer = float(K[0].params_tp)
+
+    def dp_sync(params, layer_elems, group, Sg, Rg, pn):
+        # message size of one collective: a framework bucket (DDP / distributed optimizer), or one layer (FSDP)
+        elems = np.where(zero >= 3, layer_elems, np.minimum(params, bucket))
+        ext = tp * cp * pp * Sg
+        bw_s, lat_s, mr_s = hw.group_busbw(elems * g_red, ext, np.minimum(pn, Sg), Sg, "gather")
+        bw_sa, lat_sa, mr_sa = hw.group_busbw(elems * w_b, ext, np.minimum(pn, Sg), Sg, "gather")
+        n_msgs = np.maximum(params / np.maximum(elems, 1.0), 1.0)
+        rs = gather_s(params * g_red, Sg, bw_s, lat_s, mr_s) + (n_msgs - 1) * np.where(Sg > 1, lat_s, 0.0)
+        ag = gather_s(params * w_b, Sg, bw_sa, lat_sa, mr_sa) + (n_msgs - 1) * np.where(Sg > 1, lat_sa, 0.0)
+        bw_r, lat_r, mr_r = hw.group_busbw(elems * g_red / Sg, tp * cp * pp * group, np.maximum(pn / Sg, 1.0),
+                                         Rg, "allreduce")
+        rep = allreduce_s(params * g_red / Sg, Rg, bw_r, lat_r, mr_r)  # hybrid sharding: all-reduce of the shards
+        bw_a, lat_a, mr_a = hw.group_busbw(elems * g_red, tp * cp * pp * group, pn, group, "allreduce")
+        ar = allreduce_s(params * g_red, group, bw_a, lat_a, mr_a) + (n_msgs - 1) * lat_a
+        return rs, ag, ar, rep
+
+    rs_f, ag_f, ar_f, rep_f = dp_sync(params_first, P_layer / tp, zdeg, S, R, per_node)
+    rs_l, ag_l, ar_l, rep_l = dp_sync(params_last, P_layer / tp, zdeg, S, R, per_node)
+    if has_experts:  # expert gradients: the expert-data-parallel group (MoE parallel folding, Liu et al. 2025)
+        edp = np.asarray(mix.edp, dtype=f64)
+        x_layer = np.max([np.asarray(k.expert_params_dev, dtype=f64) for k in K], axis=0)
+        for tgt, params in (("f", x_first), ("l", x_last)):
+            xs = dp_sync(params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
+            if tgt == "f":
+                rs_f, ag_f, ar_f = rs_f + xs[0], ag_f + xs[1], ar_f + xs[2]
+            else:
+                rs_l, ag_l, ar_l = rs_l + xs[0], ag_l + xs[1], ar_l + xs[2]
+    # zero 0: all-reduce after the last backward, overlapped with that micro-batch's backward (bucketed DDP);
+    # zero 1: reduce-scatter (overlapped the same way) + parameter all-gather after the step (overlapped with the
+    # next step's first forward); zero 2: reduce-scatter every micro-batch behind its backward, all-gather after
+    # the step; zero 3: all-gather parameters forward (and backward when re-sharded) and reduce-scatter every
+    # micro-batch (FSDP).  A framework without the overlap exposes the whole collective.
+    og = 1.0 if fw.dp_grad_reduce else 0.0
+    op_ = 1.0 if fw.dp_param_gather else 0.0
+    of_ = 1.0 if fw.fsdp_prefetch else 0.0
+    win_f_b, win_l_b = og * b_first, og * (b_last + np.maximum(pp - 1, 0) * b_mid / v)
+    x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
+    dp0 = np.maximum(x0(ar_f, win_f_b), x0(ar_l, win_l_b))
+    # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order: chunk c (of v) must arrive
+    # before its first forward, which the interleaved warm-up reaches after c·min(p, m) forwards of earlier chunks
+    warm = np.minimum(pp, m)
+
+    def gather_exposure(ag, fwd):
+        worst = np.zeros_like(ag)
+        for ci in range(int(np.max(v)) if np.size(v) else 1):
+            live = ci < v
+            need = (ci + 1) * ag / v - op_ * (1.0 + ci * warm) * fwd / v
+            worst = np.where(live, np.maximum(worst, need), worst)
+        return np.maximum(worst, 0.0)
+
+    gath = np.maximum(gather_exposure(ag_f, f_first), gather_exposure(ag_l, f_last))
+    rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
+    dp1 = np.maximum(x0(rs_f, win_f_b), x0(rs_l, win_l_b)) + gath + rep
+    dp2 = m * np.maximum(x0(rs_f, og * b_first), x0(rs_l, og * b_last)) + gath + rep
+    # zero 3 with a pipeline: the per-micro-batch exposure lengthens every slot; in the drain the backward gathers
+    # and reduce-scatters sit on the critical path once more per remaining stage: + (p−1)/v backward exposures
+    ag_bf = np.where(P.reshard, ag_f, 0.0)
+    ag_bl = np.where(P.reshard, ag_l, 0.0)
+    x_b = np.maximum(x0(ag_bf + rs_f, of_ * b_first), x0(ag_bl + rs_l, of_ * b_last))
+    dp3 = m * np.maximum(x0(ag_f, of_ * f_first) + x0(ag_bf + rs_f, of_ * b_first),
+                         x0(ag_l, of_ * f_last) + x0(ag_bl + rs_l, of_ * b_last)) \
+        + np.maximum(pp - 1, 0) / v * x_b + rep
+    dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
+    dp_total = np.select([zero == 0, zero == 1, zero == 2],
+                         [np.maximum(ar_f, ar_l), np.maximum(rs_f + ag_f, rs_l + ag_l) + rep,
+                          m * np.maximum(rs_f, rs_l) + np.maximum(ag_f, ag_l) + rep],
+                         m * np.maximum(ag_f + ag_bf + rs_f, ag_l + ag_bl + rs_l) + rep)
+    dp_total = np.where(P.dp * P.cp > 1, dp_total, 0.0)
+    intf = K[0].terms.intf
+    dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
+
+    # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
+    # generalized to unequal stages: m·max + (Σ − max)/v
+    slot_first = f_first + b_first + p2p_stage
+    slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage)
+    slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
+    sum_slots = np.where(single, slot_first,
+                         slot_first + slot_last + over(c_midt, lambda k: k.terms.fwd + k.terms.bwd + k.rc)
+                         + np.maximum(pp - 2, 0) * p2p_stage)
+    t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
+    t_pipe = m * t_max + (sum_slots - t_max) / v
+    bubble = t_pipe - m * t_max
+
+    # optimizer step: memory-bound over the parameters this device updates (sharded by ZeRO ≥ 1)
+    shard_div = np.where(zero >= 1, S, 1.0)
+    opt_params = np.maximum(np.maximum(params_first, params_last), params_mid) / shard_div
+    if has_experts:
+        x_div = np.where(zero >= 1, np.asarray(mix.edp, dtype=f64), 1.0)
+        opt_params = np.maximum(np.maximum(params_first / shard_div + x_first / x_div,
+                                           params_last / shard_div + x_last / x_div),
+                                params_mid / shard_div + x_mid / x_div)
+    optimizer = opt_params * OPTIMIZER_STEP_BYTES[job.optimizer] / bw_mem
+
+    step = t_pipe + dp_exposed + optimizer + dp_intf
+
+    # --- time breakdown of the critical stage (sums to the step time) -----------------------------------------
+    crit = np.where(slot_first >= np.maximum(slot_last, slot_mid), 0, np.where(slot_last >= slot_mid, 2, 1))
+    c_crit = [np.where(crit == 0, a, np.where(crit == 2, b_, c_)) for a, b_, c_ in zip(c_first, c_last, c_mid)]
+    has_out = np.where(crit == 2, 1.0, np.where(single, 1.0, 0.0))
+    has_emb = np.where(crit == 0, 1.0, np.where(single, 1.0, 0.0))
+    t_ = lambda fn: m * over(c_crit, fn)  # noqa: E731
+    gemm_c = t_(lambda k: k.terms.gemm_fwd + k.terms.gemm_bwd) + m * has_out * (g_logit + g_logit_d + g_logit_w)
+    attn_c = t_(lambda k: k.terms.attn_fwd + k.terms.attn_bwd)
+    memb_c = t_(lambda k: k.terms.mem_fwd + k.terms.mem_bwd) + m * (has_emb * (emb_fwd + emb_bwd) + has_out * ce)
+    rc_c = t_(lambda k: k.rc)
+    tp_c = t_(lambda k: k.terms.tp_fwd + k.terms.tp_bwd)
+    cp_c = t_(lambda k: k.terms.cp_fwd + k.terms.cp_bwd)
+    ep_c = t_(lambda k: k.terms.ep_fwd + k.terms.ep_bwd) if not one_kind else 0.0
+    p2p_c = m * p2p_stage
+    fo_c = t_(lambda k: 2.0 * k.terms.t_layer)
+    li_c = t_(lambda k: k.terms.interference)
+    intf_c = li_c + dp_intf
+    # attribute the remainder of m·t_max (kernel rounding in stage assembly) to compute_gemm so parts sum exactly
+    resid = m * t_max - (gemm_c + attn_c + memb_c + rc_c + tp_c + cp_c + p2p_c + fo_c + li_c + ep_c)
+    gemm_c = gemm_c + resid
+
+    # --- FLOPs: model FLOPs (Megatron convention: non-causal attention, no recompute) and hardware FLOPs -----
+    Lc = [float(x) for x in (mix.layer_counts or [L])]
+    layers_flops = sum(n_i * kd.flops_per_token_fwd for n_i, kd in zip(Lc, K))
+    attn_layers_flops = sum(n_i * kd.attn_flops_per_token_fwd for n_i, kd in zip(Lc, K))
+    model_flops = 3.0 * B * s * (layers_flops + 2.0 * h * V)
+    rc_flops_per_token = np.where(rc == 2, layers_flops, np.where(rc == 1, attn_layers_flops, 0.0))
+    hw_flops = model_flops + B * s * rc_flops_per_token
+    n_dev = dp * tp * pp * cp
+    peak_nom = hw.peak_flops_per_s
+
+    shape = StageShape(tp=tp, pp=pp, cp=cp, v=v, m=m, T=T, Tsp=Tsp, zero=zero, rc=rc, sp=P.sp,
+                       reshard=P.reshard, shard=S, n_first=n_first, n_last=n_last,
+                       params_first=params_first, params_last=params_last)
+    mem = memory(model, job, shape, hw.memory_capacity_bytes, w_b, e, job.attention == "flash",
+                 extra=(mix.memory_extra(shape, x_first, x_last, c_first, c_last, w_b) if mix.memory_extra else None))
+
+    # per-operation costs that the reference executor plays out (it never re-derives them): one micro-batch on
+    # one device, per stage kind; comm as bytes + the link (bandwidth after efficiency, latency) it travels on
+    d = K[0]
+    ops = {
+        "op_layer_fwd_s": d.terms.fwd, "op_layer_bwd_s": d.terms.bwd, "op_layer_recompute_s": d.rc,
+        "op_layer_tp_fwd_s": d.terms.tp_fwd, "op_layer_tp_bwd_exposed_s": d.terms.tp_bwd,
+        "op_emb_fwd_s": emb_fwd, "op_emb_bwd_s": emb_bwd, "op_out_fwd_s": out_fwd, "op_out_bwd_s": out_bwd,
+        "op_stage_first_fwd_s": f_first, "op_stage_first_bwd_s": b_first,
+        "op_stage_mid_fwd_s": f_mid, "op_stage_mid_bwd_s": b_mid,
+        "op_stage_last_fwd_s": f_last, "op_stage_last_bwd_s": b_last,
+        "op_p2p_s": p2p, "op_p2p_bytes": np.where(P.pp > 1, p2p_bytes, 0.0),
+        "link_pp_bytes_per_s": pp_bw, "link_pp_latency_s": pp_lat,
+        "op_dp_grad_bytes_first": (params_first + x_first) * g_red, "op_dp_grad_bytes_last": (params_last + x_last) * g_red,
+        "op_dp_param_bytes_first": (params_first + x_first) * w_b, "op_dp_param_bytes_last": (params_last + x_last) * w_b,
+        "op_dp_ranks": dp * cp,
+        "op_dp_allreduce_first_s": ar_f, "op_dp_allreduce_last_s": ar_l,
+        "op_dp_reduce_scatter_first_s": rs_f, "op_dp_reduce_scatter_last_s": rs_l,
+        "op_dp_allgather_first_s": ag_f, "op_dp_allgather_last_s": ag_l,
+        "op_optimizer_s": optimizer, "layers_mid_stage": n_mid_max, "pipeline_s": t_pipe,
+        "op_dp_interference_s": dp_intf,
+    }
+    lo, hi = interval_factors(hw.eff.provenance_class)
+    out = {**ops, **mem,
+           "step_time_s": step,
+           "step_time_low_s": step * lo,
+           "step_time_high_s": step * hi,
+           "tokens_per_s": B * s / step,
+           "model_flops_per_step": np.broadcast_to(model_flops, step.shape).astype(f64),
+           "hardware_flops_per_step": hw_flops,
+           "mfu": model_flops / (step * n_dev * peak_nom),
+           "hfu": hw_flops / (step * n_dev * peak_nom),
+           "micro_batches": m,
+           "layers_first_stage": n_first,
+           "layers_last_stage": n_last,
+           "layers_max_stage": n_layers_max,
+           "critical_stage": crit,
+           "compute_gemm_s": gemm_c,
+           "compute_attention_s": attn_c,
+           "compute_memory_bound_s": memb_c,
+           "recompute_s": rc_c,
+           "tp_comm_exposed_s": tp_c,
+           "cp_comm_exposed_s": cp_c,
+           "pp_p2p_s": p2p_c,
+           "pipeline_bubble_s": bubble,
+           "dp_comm_exposed_s": dp_exposed,
+           "optimizer_s": optimizer,
+           "framework_overhead_s": fo_c,
+           "overlap_interference_s": intf_c,
+           # compute-only lower bound: model+recompute FLOPs of the critical stage at full peak, no comm, no bubble
+           "compute_bound_s": m * (over(c_crit, lambda k: k.bound_flops) + has_out * 6.0 * T * h * V / tp) / peak_nom,
+           }
+    if not one_kind:
+        out["ep_comm_exposed_s"] = ep_c
+    return out
