@@ -25,7 +25,7 @@ class Section(str, Enum):
 
 
 def _list(section: Section) -> str:
-    con = out_console(200 if section == Section.frameworks else 160)
+    con = out_console(200 if section in (Section.frameworks, Section.workloads) else 160)
     with con.capture() as cap:
         if section == Section.hardware:
             t = Table(title="hardware (dense peaks)")
@@ -45,13 +45,13 @@ def _list(section: Section) -> str:
                 ln = get_link(i)
                 t.add_row(i, ln.name, ln.kind, f"{ln.bandwidth_bytes_per_s / 1e9:.1f}", f"{ln.latency_s * 1e6:.1f}")
         elif section == Section.workloads:
-            t = Table(title="workloads")
-            for c in ("id", "name", "params (B)", "layers", "hidden", "heads/kv", "ffn", "vocab"):
+            t = Table(title="workloads (MoE: active = parameters used per token, embedding table included)")
+            for c in ("id", "name", "family", "params (B)", "active (B)", "layers", "hidden", "heads/kv", "ffn",
+                      "experts", "vocab"):
                 t.add_column(c)
             for i in workload_ids():
                 s, _, _ = catalog_workload(i)
-                t.add_row(i, s.name, f"{s.total_params / 1e9:.2f}", str(s.layers), str(s.hidden),
-                          f"{s.heads}/{s.kv_heads}", f"{s.ffn} {s.ffn_hidden}", str(s.vocab))
+                t.add_row(i, s.name, s.family, f"{s.total_params / 1e9:.2f}", *_moe_cells(s))
         elif section == Section.frameworks:
             t = Table(title="frameworks (what each can launch, and how it overlaps communication)")
             for c in ("id", "name", "zero", "tp / sp", "pp / vpp", "cp", "ep", "hsdp", "TP overlap", "fp8 recipes",
@@ -77,6 +77,33 @@ def _list(section: Section) -> str:
     return cap.get()
 
 
+def _moe_cells(s) -> tuple[str, ...]:
+    """active, layers, hidden, heads/kv, ffn, experts and vocab cells of a workload row (dense or MoE)."""
+    if s.family != "moe-transformer":
+        return ("—", str(s.layers), str(s.hidden), f"{s.heads}/{s.kv_heads}", f"{s.ffn} {s.ffn_hidden}", "—",
+                str(s.vocab))
+    layers = str(s.layers) if not s.n_dense_layers else f"{s.layers} ({s.n_moe_layers} MoE)"
+    experts = f"{s.experts} top-{s.top_k}" + (f" +{s.shared_experts} shared" if s.shared_experts else "")
+    heads = f"{s.heads} MLA" if s.is_mla else f"{s.heads}/{s.kv_heads}"
+    return (f"{s.active_params / 1e9:.2f}", layers, str(s.hidden), heads, f"{s.ffn} {s.moe_ffn_hidden}/expert",
+            experts, str(s.vocab))
+
+
+def _workload_summary(ident: str) -> str:
+    """Computed figures of a workload entry, as comment lines above its YAML."""
+    s, _, _ = catalog_workload(ident)
+    lines = [f"# family: {s.family}", f"# params: {s.total_params / 1e9:.2f} B total"]
+    if s.family == "moe-transformer":
+        if s.mtp_layers:
+            lines[-1] += f" ({s.total_params_with_mtp / 1e9:.2f} B with the {s.mtp_layers} MTP module(s))"
+        lines += [f"# active per token: {s.active_params / 1e9:.2f} B with the embedding table, "
+                  f"{s.active_params_no_embedding / 1e9:.2f} B without",
+                  f"# layers: {s.n_moe_layers} MoE + {s.n_dense_layers} dense; experts: {s.experts} routed "
+                  f"(top-{s.top_k}) + {s.shared_experts} shared; routed-expert params "
+                  f"{s.expert_layer_params_total / 1e9:.2f} B"]
+    return "\n".join(lines) + "\n"
+
+
 def _show(ident: str) -> str:
     for section, ids in (("hardware/devices", device_ids()), ("hardware/links", link_ids()),
                          ("workloads", workload_ids()), ("clusters", cluster_ids()), ("frameworks", framework_ids())):
@@ -93,7 +120,8 @@ def _show(ident: str) -> str:
             else:
                 load_cluster(ident)
             load_yaml_file(path)
-            return f"# {section}/{ident}.yaml\n" + path.read_text(encoding="utf-8")
+            summary = _workload_summary(ident) if section == "workloads" else ""
+            return f"# {section}/{ident}.yaml\n" + summary + path.read_text(encoding="utf-8")
     every = device_ids() + link_ids() + workload_ids() + cluster_ids() + framework_ids()
     raise SpecError(f"unknown catalog id {ident!r}", hint=did_you_mean(ident, every) or "see `parplan catalog list`")
 

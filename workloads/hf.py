@@ -1,6 +1,7 @@
-"""Hugging Face ``config.json`` → :class:`TransformerSpec` (local files only; nothing is ever downloaded).
+"""Hugging Face ``config.json`` → :class:`TransformerSpec` / :class:`MoESpec` (local files only; nothing is ever
+downloaded).
 
-Supported ``model_type`` values and how they map:
+Dense ``model_type`` values and how they map (the mixture-of-experts types are in :mod:`parplan.workloads.hf_moe`):
 
 * ``llama``, ``mistral``, ``qwen2`` — SwiGLU MLP, RMSNorm, RoPE, untied by default, GQA via
   ``num_key_value_heads``.  Qwen2 has biases on q/k/v only; :attr:`TransformerSpec.bias` means *every* linear
@@ -11,60 +12,26 @@ Supported ``model_type`` values and how they map:
 * ``opt`` — learned positions with OPT's 2 offset rows (``max_position_embeddings + 2``), ReLU MLP counted as a
   2-matrix ``gelu``-type MLP (same shapes), LayerNorm, biases, tied by default.
 
-Extra keys are ignored (real configs carry dozens).  Bad input raises a one-line :class:`SpecError`.
+Every key of the file must be either read or listed as known to be irrelevant (the common list in
+:mod:`parplan.workloads.hf_config` and one per model type below, each with its reason); any other key is a
+:class:`SpecError` naming it, never silently dropped.  Bad input raises a one-line :class:`SpecError`.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from parplan.errors import SpecError, did_you_mean
+from parplan.workloads.hf_config import Config, read_json
+from parplan.workloads.hf_moe import MOE_KNOWN, MOE_NOTES, MOE_READERS, build_moe_spec
 from parplan.workloads.transformer import TransformerSpec
 
-_Reader = Callable[["_Config"], dict]
+_Reader = Callable[[Config], dict]
 
 
-class _Config:
-    """A parsed config.json with typed, error-reporting accessors."""
-
-    def __init__(self, data: dict, file: str, model_type: str) -> None:
-        self.data = data
-        self.file = file
-        self.model_type = model_type
-
-    def has(self, key: str) -> bool:
-        return self.data.get(key) is not None
-
-    def pos_int(self, key: str, default: int | None = None) -> int:
-        value = self.data.get(key)
-        if value is None:
-            if default is not None:
-                return default
-            raise SpecError(f"required key is missing for model_type {self.model_type!r}", file=self.file, key=key)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise SpecError(f"must be a positive integer, got {value!r}", file=self.file, key=key)
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, bool):
-            raise SpecError(f"must be true or false, got {value!r}", file=self.file, key=key)
-        return value
-
-    def prob(self, key: str, default: float) -> float:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise SpecError(f"must be a probability in [0, 1], got {value!r}", file=self.file, key=key)
-        return float(value)
-
-
-def _llama_like(c: _Config) -> dict:
+def _llama_like(c: Config) -> dict:
     heads = c.pos_int("num_attention_heads")
+    attention_bias, mlp_bias = c.flag("attention_bias", False), c.flag("mlp_bias", False)  # both read
     return dict(
         layers=c.pos_int("num_hidden_layers"), hidden=c.pos_int("hidden_size"), heads=heads,
         kv_heads=c.pos_int("num_key_value_heads", default=heads), ffn_hidden=c.pos_int("intermediate_size"),
@@ -72,12 +39,12 @@ def _llama_like(c: _Config) -> dict:
         head_dim=c.pos_int("head_dim") if c.has("head_dim") else None, position="rope", max_position=0,
         norm="rmsnorm",
         # Llama configs may set attention_bias / mlp_bias; the spec's flag means all linear layers have biases.
-        bias=c.flag("attention_bias", False) and c.flag("mlp_bias", False),
+        bias=attention_bias and mlp_bias,
         dropout=c.prob("attention_dropout", 0.0) > 0,
     )
 
 
-def _gpt2(c: _Config) -> dict:
+def _gpt2(c: Config) -> dict:
     hidden = c.pos_int("n_embd")
     return dict(
         layers=c.pos_int("n_layer"), hidden=hidden, heads=c.pos_int("n_head"), kv_heads=c.pos_int("n_head"),
@@ -88,7 +55,7 @@ def _gpt2(c: _Config) -> dict:
     )
 
 
-def _gpt_neox(c: _Config) -> dict:
+def _gpt_neox(c: Config) -> dict:
     heads = c.pos_int("num_attention_heads")
     return dict(
         layers=c.pos_int("num_hidden_layers"), hidden=c.pos_int("hidden_size"), heads=heads, kv_heads=heads,
@@ -99,7 +66,7 @@ def _gpt_neox(c: _Config) -> dict:
     )
 
 
-def _opt(c: _Config) -> dict:
+def _opt(c: Config) -> dict:
     hidden = c.pos_int("hidden_size")
     proj = c.pos_int("word_embed_proj_dim", default=hidden)
     if proj != hidden:
@@ -117,35 +84,76 @@ def _opt(c: _Config) -> dict:
     )
 
 
+def _qwen2(c: Config) -> dict:
+    if c.flag("use_sliding_window", False):
+        raise c.error("use_sliding_window", "sliding-window attention (layers from max_window_layers on) is not "
+                      "modelled for dense models", hint="only configs with use_sliding_window false are supported")
+    return _llama_like(c)
+
+
 _READERS: dict[str, _Reader] = {
     "llama": _llama_like,
     "mistral": _llama_like,
-    "qwen2": _llama_like,
+    "qwen2": _qwen2,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
     "opt": _opt,
+    **MOE_READERS,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
+DENSE_MODEL_TYPES = tuple(t for t in _READERS if t not in MOE_READERS)
+MOE_MODEL_TYPES = tuple(MOE_READERS)
+
+# Keys each dense type may carry beyond what its reader reads, and why they do not matter here.
+_KNOWN: dict[str, frozenset] = {
+    "llama": frozenset(),
+    # Mistral-7B's 4096-token sliding window on every layer: the dense family has no window (it binds only beyond
+    # 4096 tokens; attention is priced as full causal attention, an overestimate for longer sequences)
+    "mistral": frozenset({"sliding_window"}),
+    # meaningful only with use_sliding_window, which the reader requires to be false
+    "qwen2": frozenset({"sliding_window", "max_window_layers"}),
+    "gpt2": frozenset({
+        "activation_function",  # gelu_new: elementwise, same shapes
+        "n_ctx",  # old alias of n_positions
+        "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",  # numerics
+        # the sequence-summary head of GPT2DoubleHeadsModel, not part of the language model
+        "summary_activation", "summary_first_dropout", "summary_proj_to_labels", "summary_type", "summary_use_proj",
+    }),
+    "gpt_neox": frozenset({
+        "rotary_emb_base", "rotary_pct",  # RoPE base and the rotated share of each head: elementwise only
+        "use_parallel_residual",  # attention and MLP read the same input: same weights and GEMMs
+        "classifier_dropout",  # sequence-classification head only
+    }),
+    "opt": frozenset({
+        "activation_function",  # relu: counted as a 2-matrix MLP (same shapes)
+        "activation_dropout", "layerdrop",  # 0 in the released OPT configs
+        "do_layer_norm_before", "layer_norm_elementwise_affine", "_remove_final_layer_norm",  # norm placement
+    }),
+    **MOE_KNOWN,
+}
 
 _NOTES = {
     "qwen2": "; q/k/v biases not counted",
     "opt": "; ReLU MLP counted as 2-matrix gelu-type, +2 offset position rows",
+    **MOE_NOTES,
 }
 
+# unknown model types that look like mixtures of experts get MoE suggestions only (never 'mixtral' → 'mistral'),
+# the others dense suggestions only (never a dense 'qwen3' → 'qwen3_moe')
+_MOE_WORDS = ("moe", "mixtral", "deepseek", "llama4", "gpt_oss", "gpt-oss", "grok", "expert")
 
-def _read_json(path: Path, file: str) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("file not found", file=file) from None
-    except IsADirectoryError:
-        raise SpecError("is a directory without a config.json", file=file) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", file=file) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(f"malformed JSON: {err.msg}", file=file, line=err.lineno, col=err.colno) from None
+
+def _looks_moe(model_type: str) -> bool:
+    t = model_type.lower()
+    return t.endswith("_moe") or any(w in t for w in _MOE_WORDS)
+
+
+def model_type_hint(model_type: str) -> str | None:
+    """A 'did you mean' for an unsupported model_type, within the family it looks like: MoE-looking names
+    (…_moe, *moe*, *mixtral*, *deepseek*, *llama4*, *gpt_oss*, *grok*, *expert*) only get MoE types, the others
+    only dense types."""
+    pool = MOE_MODEL_TYPES if _looks_moe(model_type) else DENSE_MODEL_TYPES
+    return did_you_mean(model_type, pool)
 
 
 def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSpec:
@@ -157,7 +165,7 @@ def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSp
     if p.is_dir() and (p / "config.json").is_file():
         p = p / "config.json"
     file = str(p)
-    data = _read_json(p, file)
+    data = read_json(p, file)
     if not isinstance(data, dict):
         raise SpecError(f"expected a JSON object of config keys, got {type(data).__name__}", file=file)
 
@@ -166,10 +174,18 @@ def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSp
         raise SpecError("required key is missing", file=file, key="model_type", allowed=list(SUPPORTED_MODEL_TYPES))
     if not isinstance(model_type, str) or model_type not in _READERS:
         raise SpecError(f"unsupported model_type {model_type!r}", file=file, key="model_type",
-                        allowed=list(SUPPORTED_MODEL_TYPES),
-                        hint=did_you_mean(str(model_type), SUPPORTED_MODEL_TYPES))
-    cfg = _Config(data, file, model_type)
+                        allowed=list(SUPPORTED_MODEL_TYPES), hint=model_type_hint(str(model_type)))
+    cfg = Config(data, file, model_type)
+    cfg.type_known = _KNOWN[model_type]
     fields = _READERS[model_type](cfg)
+    cfg.check_unknown()
+
+    if name is None:
+        given = data.get("_name_or_path")
+        name = given if isinstance(given, str) and given.strip() else (p.resolve().parent.name or p.stem)
+    source = f"Hugging Face config.json (model_type {model_type}{_NOTES.get(model_type, '')}): {file}"
+    if model_type in MOE_READERS:
+        return build_moe_spec(cfg, fields, name, source)
 
     heads, kv, hidden = fields["heads"], fields["kv_heads"], fields["hidden"]
     if heads % kv != 0:
@@ -178,9 +194,4 @@ def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSp
     if fields.get("head_dim") is None and hidden % heads != 0:
         raise SpecError(f"{heads} attention heads do not divide hidden size {hidden}", file=file,
                         hint="add head_dim to the config when hidden is not heads × head_dim")
-
-    if name is None:
-        given = data.get("_name_or_path")
-        name = given if isinstance(given, str) and given.strip() else (p.resolve().parent.name or p.stem)
-    source = f"Hugging Face config.json (model_type {model_type}{_NOTES.get(model_type, '')}): {file}"
     return TransformerSpec(name=name, source=source, **fields)

@@ -3,36 +3,19 @@ int8), the workload catalog and validation."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Mapping, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from parplan.catalogs import entries
 from parplan.errors import SpecError, did_you_mean
 from parplan.spec import load_yaml_file, locate, validate
-from parplan.workloads.transformer import TrainingJob, TransformerSpec, Workload
+from parplan.workloads.registry import family_info
+# ArchitectureEntry / spec_from_architecture live with the dense family; re-exported here for back-compat
+from parplan.workloads.transformer import (ArchitectureEntry, TrainingJob, TransformerSpec, Workload,  # noqa: F401
+                                           _Strict, spec_from_architecture)
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-
-
-class ArchitectureEntry(_Strict):
-    family: Literal["dense-transformer"] = "dense-transformer"
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: Optional[int] = Field(default=None, gt=0)
-    ffn_hidden: Optional[int] = Field(default=None, gt=0)
-    ffn: Literal["gelu", "swiglu"] = "gelu"
-    vocab: int = Field(gt=0)
-    tied_embeddings: bool = False
-    head_dim: Optional[int] = Field(default=None, gt=0)
-    position: Literal["rope", "alibi", "learned"] = "rope"
-    max_position: Optional[int] = Field(default=None, gt=0)
-    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    bias: bool = False
-    dropout: bool = False
+DEFAULT_FAMILY = "dense-transformer"
 
 
 class TrainingEntry(_Strict):
@@ -49,7 +32,8 @@ class WorkloadFile(_Strict):
 
     model: Optional[str] = None
     name: Optional[str] = None
-    architecture: Optional[ArchitectureEntry] = None
+    # validated by the schema of its family (architecture.family, default dense-transformer): spec_from_mapping
+    architecture: Optional[dict[str, Any]] = None
     hf_config: Optional[str] = None
     training: Optional[TrainingEntry] = None
 
@@ -60,10 +44,14 @@ class CatalogWorkload(_Strict):
     id: str
     name: str
     source: str = Field(min_length=8)
-    architecture: ArchitectureEntry
+    architecture: dict[str, Any]  # validated by its family's schema (spec_from_mapping)
     training: TrainingEntry
     training_source: Optional[str] = None
     params_published: Optional[float] = Field(default=None, strict=False, gt=0)  # as the source states it
+    # mixture-of-experts entries: parameters used per token, as the source states it, and whether the source
+    # counts the input embedding table in it (Mistral, Qwen, Meta do; DeepSeek and OpenAI's gpt-oss card do not)
+    active_params_published: Optional[float] = Field(default=None, strict=False, gt=0)
+    active_params_convention: Literal["with-embedding", "without-embedding"] = "with-embedding"
     notes: Optional[str] = None
 
 
@@ -71,25 +59,16 @@ def workload_ids() -> list[str]:
     return list(entries("workloads"))
 
 
-def spec_from_architecture(a: ArchitectureEntry, name: str, source: str, file: str | None,
-                           prefix: str = "architecture") -> TransformerSpec:
-    kv = a.kv_heads if a.kv_heads is not None else a.heads
-    if a.heads % kv != 0:
-        raise SpecError(f"kv_heads={kv} does not divide heads={a.heads}", file=file, key=f"{prefix}.kv_heads",
-                        hint="kv_heads must divide heads (GQA groups of equal size)")
-    if a.head_dim is None and a.hidden % a.heads != 0:
-        raise SpecError(f"heads={a.heads} does not divide hidden={a.hidden}", file=file, key=f"{prefix}.heads",
-                        hint="give head_dim explicitly when hidden is not heads × head_dim")
-    if a.position == "learned" and a.max_position is None:
-        raise SpecError("position: learned needs max_position (rows of the position table)", file=file,
-                        key=f"{prefix}.max_position")
-    return TransformerSpec(
-        name=name, layers=a.layers, hidden=a.hidden, heads=a.heads, kv_heads=kv,
-        ffn_hidden=a.ffn_hidden if a.ffn_hidden is not None else 4 * a.hidden,
-        ffn=a.ffn, vocab=a.vocab, tied_embeddings=a.tied_embeddings, head_dim=a.head_dim,
-        position=a.position, max_position=a.max_position or 0, norm=a.norm, bias=a.bias, dropout=a.dropout,
-        source=source,
-    )
+def spec_from_mapping(data: Any, name: str, source: str, file: str | None,
+                      prefix: str = "architecture") -> TransformerSpec:
+    """The spec of an ``architecture:`` mapping, validated by the schema of the family its ``family`` key names
+    (default dense-transformer); errors carry ``prefix.<key>`` and, for YAML input, the key's line."""
+    if not isinstance(data, Mapping):
+        got = "an empty value" if data is None else f"a {type(data).__name__}"
+        raise SpecError(f"expected a mapping of architecture keys, got {got}", file=file, key=prefix)
+    info = family_info(data.get("family", DEFAULT_FAMILY), file=file, key=f"{prefix}.family")
+    entry = validate(info.architecture_schema, data, file=file, prefix=prefix)
+    return info.build_spec(entry, name, source, file, prefix)
 
 
 def catalog_workload(ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
@@ -98,10 +77,11 @@ def catalog_workload(ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
         raise SpecError(f"unknown workload id {ident!r}",
                         hint=did_you_mean(ident, list(files)) or "see `parplan catalog list workloads`")
     path = str(files[ident])
-    e = validate(CatalogWorkload, load_yaml_file(path), file=path)
+    raw = load_yaml_file(path)
+    e = validate(CatalogWorkload, raw, file=path)
     if e.id != ident:
         raise SpecError(f"id {e.id!r} does not match the file name", file=path, key="id")
-    return spec_from_architecture(e.architecture, e.name, e.source, path), e.training, path
+    return spec_from_mapping(raw["architecture"], e.name, e.source, path), e.training, path
 
 
 def _check_framework(fields: dict[str, Any], file: str | None, user: TrainingEntry | None) -> None:
@@ -165,8 +145,8 @@ def _workload_from_dict(data: Any, file: str | None, base_dir: Path | None, **ov
                 raise SpecError(err.message, file=file, key="model", hint=err.hint) from None
             raise
     elif wf.architecture is not None:
-        spec = spec_from_architecture(wf.architecture, wf.name or (Path(file).stem if file else "inline"),
-                                      f"user input ({file or 'inline'})", file)
+        spec = spec_from_mapping(data["architecture"], wf.name or (Path(file).stem if file else "inline"),
+                                 f"user input ({file or 'inline'})", file)
     else:
         from parplan.workloads.hf import load_hf_config
 

@@ -1,7 +1,14 @@
-"""Dense decoder-only transformer spec and the training job run on it."""
+"""Dense decoder-only transformer spec, the ``dense-transformer`` family (its ``architecture:`` schema) and the
+training job run on it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from parplan.errors import SpecError
+from parplan.workloads.family import FamilyInfo
 
 # bytes per stored value; mxfp8 / nvfp4 count the payload only (their block scales add 1/32 and 1/16 B per element)
 BYTES_PER_VALUE = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "mxfp8": 1, "nvfp4": 0.5, "int8": 1}
@@ -27,6 +34,11 @@ class TransformerSpec:
     bias: bool = False
     dropout: bool = False  # dropout masks stored for backward (GPT-style training); Llama-style models have none
     source: str = ""
+
+    @property
+    def family(self) -> str:
+        """The model family (``architecture.family``) this spec belongs to."""
+        return "dense-transformer"
 
     @property
     def head_dim_(self) -> int:
@@ -80,6 +92,73 @@ class TransformerSpec:
     @property
     def total_params(self) -> int:
         return self.layers * self.layer_params + self.embedding_params + self.output_params
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ArchitectureEntry(_Strict):
+    """The ``architecture:`` mapping of the dense-transformer family."""
+
+    family: Literal["dense-transformer"] = "dense-transformer"
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: Optional[int] = Field(default=None, gt=0)
+    ffn_hidden: Optional[int] = Field(default=None, gt=0)
+    ffn: Literal["gelu", "swiglu"] = "gelu"
+    vocab: int = Field(gt=0)
+    tied_embeddings: bool = False
+    head_dim: Optional[int] = Field(default=None, gt=0)
+    position: Literal["rope", "alibi", "learned"] = "rope"
+    max_position: Optional[int] = Field(default=None, gt=0)
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    bias: bool = False
+    dropout: bool = False
+
+
+def check_dense_architecture(a: ArchitectureEntry, file: str | None, prefix: str, *, mla: bool = False) -> int:
+    """The checks every transformer architecture shares; returns kv_heads (default: heads)."""
+    kv = a.kv_heads if a.kv_heads is not None else a.heads
+    if a.heads % kv != 0:
+        raise SpecError(f"kv_heads={kv} does not divide heads={a.heads}", file=file, key=f"{prefix}.kv_heads",
+                        hint="kv_heads must divide heads (GQA groups of equal size)")
+    if not mla and a.head_dim is None and a.hidden % a.heads != 0:
+        raise SpecError(f"heads={a.heads} does not divide hidden={a.hidden}", file=file, key=f"{prefix}.heads",
+                        hint="give head_dim explicitly when hidden is not heads × head_dim")
+    if a.position == "learned" and a.max_position is None:
+        raise SpecError("position: learned needs max_position (rows of the position table)", file=file,
+                        key=f"{prefix}.max_position")
+    return kv
+
+
+def dense_fields(a: ArchitectureEntry, kv: int) -> dict:
+    """The TransformerSpec fields of a validated architecture mapping (name and source excluded)."""
+    return dict(
+        layers=a.layers, hidden=a.hidden, heads=a.heads, kv_heads=kv,
+        ffn_hidden=a.ffn_hidden if a.ffn_hidden is not None else 4 * a.hidden,
+        ffn=a.ffn, vocab=a.vocab, tied_embeddings=a.tied_embeddings, head_dim=a.head_dim,
+        position=a.position, max_position=a.max_position or 0, norm=a.norm, bias=a.bias, dropout=a.dropout,
+    )
+
+
+def spec_from_architecture(a: ArchitectureEntry, name: str, source: str, file: str | None,
+                           prefix: str = "architecture") -> TransformerSpec:
+    kv = check_dense_architecture(a, file, prefix)
+    return TransformerSpec(name=name, source=source, **dense_fields(a, kv))
+
+
+FAMILY = FamilyInfo(
+    name="dense-transformer",
+    summary="dense decoder-only transformer (GPT, Llama, …): every layer has attention and one dense MLP",
+    spec_type=TransformerSpec,
+    architecture_schema=ArchitectureEntry,
+    build_spec=spec_from_architecture,
+    model="parplan.models.training",
+    space="parplan.planner.spaces.dense",
+    executor="parplan.executor.dense",
+)
 
 
 @dataclass(frozen=True)

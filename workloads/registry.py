@@ -1,0 +1,70 @@
+"""The model families: every module of ``parplan.workloads`` that defines a module-level ``FAMILY: FamilyInfo``.
+
+Discovery imports each module of the package once (``pkgutil.iter_modules`` + ``importlib``) and caches the result,
+so adding a family is adding a module; nothing here names one.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+
+from parplan.errors import SpecError, did_you_mean
+from parplan.workloads.family import FamilyInfo
+
+_SKIP = {"registry", "family"}  # this module and the dataclass module define no family
+
+
+@lru_cache(maxsize=1)
+def _families() -> dict[str, FamilyInfo]:
+    import parplan.workloads as pkg
+
+    found: dict[str, FamilyInfo] = {}
+    for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if mod.name in _SKIP or mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{pkg.__name__}.{mod.name}")
+        info = getattr(module, "FAMILY", None)
+        if isinstance(info, FamilyInfo):
+            if info.name in found:
+                raise RuntimeError(f"family {info.name!r} is defined twice ({module.__name__})")
+            found[info.name] = info
+    return found
+
+
+def family_names() -> list[str]:
+    """Every registered family name, sorted."""
+    return sorted(_families())
+
+
+def _suggestion(name: str, names: list[str]) -> str | None:
+    """A 'did you mean' only among families of the same kind (same first word: 'moe-…' never suggests 'dense-…')."""
+    head = name.split("-", 1)[0].lower()
+    same_kind = [n for n in names if n.split("-", 1)[0] == head]
+    return did_you_mean(name, same_kind) if same_kind else None
+
+
+def family_info(name: object, *, file: str | None = None, key: str = "architecture.family") -> FamilyInfo:
+    """The family called ``name``; an unknown name is a :class:`SpecError` listing the families."""
+    fams = _families()
+    if isinstance(name, str) and name in fams:
+        return fams[name]
+    names = sorted(fams)
+    what = f"unknown family {name!r}" if isinstance(name, str) else f"bad value {name!r}: must be a family name"
+    raise SpecError(what, file=file, key=key, allowed=names,
+                    hint=_suggestion(name, names) if isinstance(name, str) else None)
+
+
+def family_of(spec: object) -> FamilyInfo:
+    """The family of a spec object: the family whose spec_type is the most derived class of ``spec``'s type
+    (an MoESpec is a TransformerSpec too, but resolves to the MoE family)."""
+    mro = type(spec).__mro__
+    best: tuple[int, FamilyInfo] | None = None
+    for info in _families().values():
+        if info.spec_type in mro:
+            depth = mro.index(info.spec_type)
+            if best is None or depth < best[0]:
+                best = (depth, info)
+    if best is None:
+        raise SpecError(f"{type(spec).__name__} belongs to no registered family", allowed=family_names())
+    return best[1]
