@@ -2,13 +2,16 @@
 which FP8 recipes it has, and which plans it can launch.
 
 A profile answers two questions.  *How does it run?* — ``dp_grad_reduce`` … ``cp_comm_overlap``, the FP8 recipes
-with their extra HBM traffic per GEMM input element, the gradient-reduction dtype and the attention kernel (what
-the cost model prices; each value is cited in its YAML file, and describes the framework run the way its own
-performance recipes run it).  *What can it launch?* — ``plan_reasons(plan)`` lists why a plan cannot be launched
-(empty = it can) and ``plan_mask(arrays)`` is the same test over a struct of numpy arrays (the planner's space);
-both evaluate one list of checks, so they agree by construction.  Besides the support flags, a profile may state
-``rules`` (``when`` some plan keys match, ``require`` others, or a workload size ``divisible`` by plan keys), each
-with the framework's own reason and source.
+with their extra HBM traffic per GEMM input element, the gradient-reduction dtype, the attention kernel and, for
+mixture-of-experts layers, the token dispatcher, fp8 dispatch and the overlap of the expert-parallel all-to-all
+(``moe_dispatcher``, ``moe_dispatch_fp8``, ``ep_a2a_overlap``) — what the cost model prices; each value is cited in
+its YAML file, and describes the framework run the way its own performance recipes run it.  *What can it launch?*
+— the support flags, among them ``etp`` (expert tensor parallelism of its own degree) and ``ep_over`` (the plan
+axes expert parallelism is folded over; the MoE search space reads them): ``plan_reasons(plan)`` lists why a plan
+cannot be launched (empty = it can) and ``plan_mask(arrays)`` is the same test over a struct of numpy arrays (the
+planner's space); both evaluate one list of checks, so they agree by construction.  Besides the support flags, a
+profile may state ``rules`` (``when`` some plan keys match, ``require`` others, or a workload size ``divisible`` by
+plan keys), each with the framework's own reason and source.
 """
 from __future__ import annotations
 
@@ -27,6 +30,8 @@ from parplan.models.plan import RECOMPUTE
 from parplan.spec import load_yaml_file, validate
 
 DEFAULT_FRAMEWORK = "megatron-core"
+# the plan axes expert parallelism folds over when a profile with ep does not say (Megatron-Core parallel folding)
+EP_OVER_DEFAULT = ("dp", "cp", "tp")
 
 
 def _holds(op: str, operand: Any, a: np.ndarray) -> np.ndarray:
@@ -66,6 +71,7 @@ class FrameworkProfile:
     pp_p2p_overlap: bool
     fp8_param_gather: bool
     cp_comm_overlap: bool
+    ep_a2a_overlap: str  # none | 1f1b | dualpipe: how the expert-parallel all-to-all hides behind compute
     # fp8
     fp8_recipes: tuple[str, ...]
     fp8_default_recipe: Optional[str]
@@ -90,6 +96,11 @@ class FrameworkProfile:
     max_mbs: Optional[int]
     rules: tuple[Rule, ...]
     file: str
+    # expert parallelism
+    etp: bool = False  # expert tensor parallelism of its own degree
+    ep_over: tuple[str, ...] = ()  # plan axes ep·etp is folded over (its degree divides their product)
+    moe_dispatcher: str = "alltoall"  # alltoall | allgather | flex (DeepEP / HybridEP)
+    moe_dispatch_fp8: bool = False  # the dispatch all-to-all carries fp8 tokens
 
     def fp8_cast_bytes(self, recipe: Optional[str] = None) -> float:
         """Extra HBM bytes per GEMM input element for the casts of ``recipe`` (default: the framework's)."""
@@ -245,14 +256,16 @@ def profile_from_entry(e: FrameworkFile, file: str = "") -> FrameworkProfile:
         id=e.id, name=e.name, source=e.source, dp_grad_reduce=o.dp_grad_reduce, dp_param_gather=o.dp_param_gather,
         fsdp_prefetch=o.fsdp_prefetch, tp_comm_overlap=o.tp_comm_overlap.default,
         tp_comm_overlap_options=tuple(o.tp_comm_overlap.options), pp_p2p_overlap=o.pp_p2p_overlap,
-        fp8_param_gather=o.fp8_param_gather, cp_comm_overlap=o.cp_comm_overlap, fp8_recipes=tuple(f.recipes),
+        fp8_param_gather=o.fp8_param_gather, cp_comm_overlap=o.cp_comm_overlap, ep_a2a_overlap=o.ep_a2a_overlap,
+        fp8_recipes=tuple(f.recipes),
         fp8_default_recipe=f.default_recipe,
         fp8_cast_bytes_per_element=MappingProxyType({r: float(f.cast_bytes_per_element[r]) for r in f.recipes}),
         grad_reduce_dtype=e.grad_reduce_dtype, attention_kernel=e.attention_kernel, zero=tuple(s.zero), tp=s.tp,
         tp_within_node=s.tp_within_node, sp=s.sp, pp=s.pp, vpp=s.vpp, cp=s.cp, ep=s.ep, hsdp=s.hsdp,
         hsdp_zero=tuple(s.hsdp_zero), reshard_after_forward_optional=s.reshard_after_forward_optional,
         uneven_pp=s.uneven_pp, pp_split=s.pp_split, recompute=tuple(s.recompute), max_mbs=s.max_mbs, rules=rules,
-        file=file)
+        file=file, etp=s.etp, ep_over=tuple(s.ep_over) or (EP_OVER_DEFAULT if s.ep else ()),
+        moe_dispatcher=e.moe_dispatcher, moe_dispatch_fp8=e.moe_dispatch_fp8)
 
 
 def check_framework_id(ident: str, key: str = "training.framework", file: Optional[str] = None) -> str:

@@ -21,6 +21,9 @@ ZeroLevel = Literal[0, 1, 2, 3]
 Recompute = Literal["none", "selective", "full"]
 Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"]
 TpOverlap = Literal["none", "wgrad", "full"]
+EpA2aOverlap = Literal["none", "1f1b", "dualpipe"]  # none | batch-level 1F1B (Megatron-Core) | DualPipe (DeepSeek-V3)
+MoeDispatcher = Literal["alltoall", "allgather", "flex"]  # flex = Megatron-Core's DeepEP / HybridEP dispatcher
+EpFoldAxis = Literal["dp", "cp", "tp"]  # plan axes expert parallelism may be folded over
 
 
 # --- the file schema ----------------------------------------------------------------------------------------------
@@ -47,6 +50,8 @@ class OverlapsEntry(_Strict):
     pp_p2p_overlap: bool
     fp8_param_gather: bool
     cp_comm_overlap: bool
+    # how the expert-parallel all-to-all hides behind compute (default none: exposed)
+    ep_a2a_overlap: EpA2aOverlap = "none"
 
 
 class Fp8Entry(_Strict):
@@ -83,9 +88,20 @@ class SupportsEntry(_Strict):
     pp_split: Literal["even", "any"]  # even: layers must divide by pp·vpp; any: uneven stage sizes launch
     recompute: list[Recompute] = Field(min_length=1)
     max_mbs: Optional[int] = Field(default=None, gt=0)
+    # expert layers may run a tensor-parallel degree of their own (ETP, Megatron-Core --expert-tensor-parallel-size)
+    etp: bool = False
+    # plan axes expert parallelism is folded over: ep·etp must divide their product (Megatron-Core parallel folding:
+    # dp, cp, tp; the default when a file with ep omits it); empty when the framework has no expert parallelism
+    ep_over: list[EpFoldAxis] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _consistent(self):
+        if len(set(self.ep_over)) != len(self.ep_over):
+            raise ValueError(f"ep_over lists an axis twice: {self.ep_over}")
+        if self.ep_over and not self.ep:
+            raise ValueError("ep_over names the plan axes expert parallelism folds over: empty when ep is false")
+        if self.etp and not self.ep:
+            raise ValueError("etp (expert tensor parallelism) needs ep (expert parallelism)")
         if self.hsdp != bool(self.hsdp_zero):
             raise ValueError("hsdp_zero lists the zero levels usable with hybrid sharding: give it iff hsdp is true")
         if not set(self.hsdp_zero) <= set(self.zero):
@@ -133,6 +149,9 @@ class FrameworkFile(_Strict):
     fp8: Fp8Entry
     grad_reduce_dtype: Literal["fp32", "bf16"]
     attention_kernel: Literal["fa2", "fa3", "cudnn", "splash", "materialized"]
+    # the token dispatcher MoE layers run by default, and whether it dispatches the tokens in fp8
+    moe_dispatcher: MoeDispatcher = "alltoall"
+    moe_dispatch_fp8: bool = False
     supports: SupportsEntry
     rules: list[RuleEntry] = Field(default_factory=list)
     notes: Optional[str] = None

@@ -12,7 +12,7 @@ from functools import lru_cache
 from typing import Optional
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from parplan.catalogs import catalog_dir
 from parplan.spec import load_yaml_file, validate
@@ -74,12 +74,45 @@ class CollClass(_Strict):
     points: list[tuple[float, float]] = Field(min_length=1)
     source: str = Field(min_length=8)
     ranks: Optional[list[tuple[int, float]]] = None
+    measured_ranks: Optional[int] = Field(default=None, gt=0)  # ranks the curve was measured on (default: 8)
 
 
 class CollSection(_Strict):
     classes: dict[str, CollClass]
     kind_class: dict[str, str]
     kind_class_source: str
+    kind_alltoall_class: dict[str, str] = Field(default_factory=dict)  # link kind -> all-to-all class
+    kind_alltoall_class_source: str = ""
+
+    @model_validator(mode="after")
+    def _known_classes(self):
+        for table in (self.kind_class, self.kind_alltoall_class):
+            for kind, cls in table.items():
+                if cls not in self.classes:
+                    raise ValueError(f"link kind {kind!r} maps to unknown class {cls!r} (classes: "
+                                     f"{', '.join(self.classes)})")
+        if self.kind_alltoall_class and len(self.kind_alltoall_class_source) < 8:
+            raise ValueError("kind_alltoall_class needs kind_alltoall_class_source")
+        return self
+
+
+class GroupedGemmSection(_Strict):
+    """Grouped-vs-dense factor by tokens per group: (M per group, factor), M increasing, factor non-decreasing."""
+
+    points: list[tuple[float, float]] = Field(min_length=1)
+    source: str = Field(min_length=8)
+
+    @model_validator(mode="after")
+    def _monotone(self):
+        ms = [m for m, _ in self.points]
+        fs = [f for _, f in self.points]
+        if any(m <= 0 for m in ms) or any(not (0 < f <= 1) for f in fs):
+            raise ValueError("grouped_gemm points need M > 0 and 0 < factor <= 1")
+        if any(b <= a for a, b in zip(ms, ms[1:])):
+            raise ValueError("grouped_gemm points must be sorted by strictly increasing M")
+        if any(b < a for a, b in zip(fs, fs[1:])):
+            raise ValueError("grouped_gemm factors must be non-decreasing in M")
+        return self
 
 
 class KernelsFile(_Strict):
@@ -87,6 +120,7 @@ class KernelsFile(_Strict):
     attention: AttnSection
     memory: MemorySection
     collectives: CollSection
+    grouped_gemm: GroupedGemmSection
 
 
 def load_calibration(name: str, schema):

@@ -5,6 +5,11 @@ all-gather / reduce-scatter (p−1)/p·n/busbw.  The model keeps those forms but
 busbw(n) = link rate · fraction(class, ranks) · shape(class, n), shape interpolated on log2(n) between the
 normalized measured points (``catalogs/calibration/kernels.yaml``) and falling linearly below the smallest one
 (latency bound).  Rings longer than the measured rank count add 2·α per extra rank (all-reduce) or α (gather).
+
+All-to-all (nccl-tests: busbw = algbw·(p−1)/p, since 1/p of a rank's buffer stays local) is priced the same way on
+its own measured classes (``nvlink-alltoall``, ``network-alltoall``): (p−1)/p·n/busbw, n = the bytes one rank holds
+for the exchange.  Across scale-up domains the exchange is hierarchical (DeepEP): the off-domain share goes over the
+NICs while the in-domain share moves over the scale-up links, the two overlapping.
 """
 from __future__ import annotations
 
@@ -52,14 +57,18 @@ class Curve:
 def curve(name: str) -> Curve:
     c = kernels_file().collectives.classes[name]
     pts = sorted(c.points)
+    measured = c.measured_ranks or MEASURED_RANKS.get(name, DEFAULT_MEASURED_RANKS)
     return Curve(name=name, fraction=c.fraction, log2_bytes=tuple(float(np.log2(b)) for b, _ in pts),
                  shape=tuple(float(s) for _, s in pts), ranks=tuple(tuple(r) for r in c.ranks) if c.ranks else None,
-                 measured_ranks=MEASURED_RANKS.get(name, DEFAULT_MEASURED_RANKS), source=c.source)
+                 measured_ranks=measured, source=c.source)
 
 
 def curve_for(kind: str, collective: str, nvls: bool = False) -> Curve:
-    """The measured curve of a link kind for ``collective`` in (allreduce, gather, p2p)."""
-    cls = kernels_file().collectives.kind_class.get(kind, "network")
+    """The measured curve of a link kind for ``collective`` in (allreduce, gather, p2p, alltoall)."""
+    section = kernels_file().collectives
+    if collective == "alltoall":  # NVLS does not apply: all-to-all has no in-switch reduction
+        return curve(section.kind_alltoall_class.get(kind, "network-alltoall"))
+    cls = section.kind_class.get(kind, "network")
     if collective == "p2p":
         if kind == "nvlink":
             return curve("p2p-nvlink")
@@ -84,3 +93,28 @@ def gather_s(nbytes, ranks, busbw, latency, measured_ranks):
     p = np.maximum(np.asarray(ranks, dtype=np.float64), 1.0)
     extra = np.maximum(p - measured_ranks, 0.0) * latency
     return np.where(p > 1, (p - 1) / p * nbytes / busbw + extra, 0.0)
+
+
+def alltoall_s(nbytes, ranks, busbw, latency, measured_ranks):
+    """All-to-all of the n bytes one rank holds (all destinations, itself included) on measured bus bandwidth
+    (nccl-tests alltoall: busbw = algbw·(p−1)/p): (p−1)/p·n/busbw + α per rank beyond the measured rank count."""
+    p = np.maximum(np.asarray(ranks, dtype=np.float64), 1.0)
+    n = np.asarray(nbytes, dtype=np.float64)
+    extra = np.maximum(p - measured_ranks, 0.0) * latency
+    return np.where(p > 1, (p - 1) / p * n / busbw + extra, 0.0)
+
+
+def hierarchical_alltoall_s(nbytes, ranks, ranks_per_domain, intra_busbw, inter_busbw, intra_lat, inter_lat):
+    """Hierarchical all-to-all (DeepEP normal kernels, DeepSeek-V3 report §3.2.2: RDMA to the peer GPU with the same
+    in-node index, then NVLink forwarding inside that node, both streams at once): of the n bytes one rank holds, the
+    share for other scale-up domains (p−r)/p crosses the NICs and the in-domain share (r−1)/p the scale-up links,
+    overlapped (max), plus one network and one forwarding latency.  r = ranks per domain (clipped to [1, p]); with
+    r ≥ p it is the flat exchange (p−1)/p·n/intra_busbw, i.e. ``alltoall_s`` within its measured rank count."""
+    p = np.maximum(np.asarray(ranks, dtype=np.float64), 1.0)
+    r = np.clip(np.asarray(ranks_per_domain, dtype=np.float64), 1.0, p)
+    n = np.asarray(nbytes, dtype=np.float64)
+    t_intra = (r - 1) / p * n / intra_busbw
+    t_inter = (p - r) / p * n / inter_busbw
+    crosses = p > r
+    t = np.maximum(t_intra, t_inter) + np.where(crosses, intra_lat + inter_lat, 0.0)
+    return np.where(p > 1, t, 0.0)

@@ -4,6 +4,9 @@ GEMM: the measured maximum-achievable fraction of dense peak (MAMF, at its best 
 quantization and the K-loop fill of the actual shape, relative to the same factors at the measured best shape —
 so the best shape reproduces the measurement exactly and skinny or odd shapes lose what quantization costs
 (NVIDIA "Matrix Multiplication Background User's Guide": tile and wave quantization).
+Grouped GEMM (MoE experts): the dense efficiency of the per-group shape with tile and wave quantization taken over
+the whole launch (the tiles of all groups share one wave schedule), priced at their expectation over varying tokens
+per group, times a measured grouped-vs-dense factor by tokens per group (``grouped_gemm`` in kernels.yaml).
 Attention: fused-kernel forward efficiency e_max·s/(s + s½) fitted to the cited kernel's points; backward and
 head_dim 64 as measured ratios.  Memory-bound kernels: the measured HBM fraction.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parplan.models.primitives.calibration import KernelProfile
+from parplan.models.primitives.calibration import KernelProfile, kernels_file
 
 
 def _quantization(M, N, K, tiles, units, k_half):
@@ -46,6 +49,50 @@ def gemm_efficiency(M, K, N, prof: KernelProfile, dtype: str):
     frac, q_ref = _anchor(prof, dtype)
     q = _quantization(M, N, K, prof.tiles, prof.compute_units, prof.k_half)
     return np.minimum(frac * q / q_ref, 1.0)
+
+
+def _grouped_quantization(M, N, K, groups, tiles, units, k_half):
+    """Expected quantization of a grouped launch of ``groups`` (M×K)·(K×N) problems, best over the tiles of
+    relative·(useful MACs)/(MAC slots of the waves run)·K/(K + k½) (NVIDIA "Matrix Multiplication Background User's
+    Guide", tile and wave quantization, applied to the whole launch).  Slots are the larger of (a) the grouped
+    launch's expectation — each group padded by half a tile row, the last wave half empty (derived: uniform
+    remainders, since tokens per expert vary from step to step) — and (b) the bound of the equivalent dense GEMM of
+    M·groups rows (at most one tile row and one wave of padding), so the result is continuous, non-decreasing in M
+    and never above the dense GEMM's exact quantization."""
+    M = np.asarray(M, dtype=np.float64)
+    N = np.asarray(N, dtype=np.float64)
+    K = np.asarray(K, dtype=np.float64)
+    G = np.maximum(np.asarray(groups, dtype=np.float64), 1.0)
+    U = float(units) if units else 0.0
+    best = None
+    for rows, cols, rel in tiles:
+        tn = np.ceil(N / cols)
+        grouped = G * (M / rows + 0.5) * tn + 0.5 * U  # expected tiles + half a wave
+        dense = (G * M / rows + 1.0) * tn + U  # upper bound of the dense GEMM's tiles + wave padding
+        slots = np.maximum(grouped, dense) * rows * cols
+        q = rel * G * M * N / slots
+        best = q if best is None else np.maximum(best, q)
+    return best * K / (K + k_half)
+
+
+def grouped_gemm_factor(M_per_group):
+    """Measured grouped-vs-dense factor at ``M_per_group`` tokens per group: interpolated on log2(M) between the
+    ``grouped_gemm`` points of kernels.yaml (DeepGEMM H800 grouped vs dense TFLOP/s), held at the end points."""
+    pts = kernels_file().grouped_gemm.points
+    lx = np.log2(np.array([m for m, _ in pts], dtype=np.float64))
+    fy = np.array([f for _, f in pts], dtype=np.float64)
+    m = np.maximum(np.asarray(M_per_group, dtype=np.float64), 1e-30)
+    return np.interp(np.log2(m), lx, fy)
+
+
+def grouped_gemm_efficiency(M_per_group, K, N, groups, prof: KernelProfile, dtype: str):
+    """Fraction of dense peak of a grouped GEMM of ``groups`` (M_per_group×K)·(K×N) problems (MoE experts):
+    MAMF · q_grouped / q(best measured shape) · grouped factor(M_per_group), ≤ 1.  Never above ``gemm_efficiency``
+    of the dense (groups·M_per_group × K)·(K × N) GEMM and non-decreasing in M_per_group (see
+    ``_grouped_quantization``); 0 for an empty group."""
+    frac, q_ref = _anchor(prof, dtype)
+    q = _grouped_quantization(M_per_group, N, K, groups, prof.tiles, prof.compute_units, prof.k_half)
+    return np.minimum(frac * q / q_ref * grouped_gemm_factor(M_per_group), 1.0)
 
 
 def attention_efficiency(seq_kv, head_dim: int, causal: bool, backward: bool, curves):
