@@ -9,7 +9,9 @@ from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
 from parplan.models.efficiency import Efficiency, efficiency_for
 from parplan.models.plan import Plan
-from parplan.models.training import MEMORY_PARTS, TIME_PARTS, PlanArrays, evaluate_workload
+from parplan.models.families import cost_model
+from parplan.models.plan_arrays import PlanArrays
+from parplan.models.training_memory import MEMORY_PARTS
 from parplan.workloads.transformer import Workload
 
 GiB = float(2**30)
@@ -112,9 +114,6 @@ def validate_plan(workload: Workload, cluster: Cluster, plan: Plan) -> None:
     if plan.n_devices != n:
         raise SpecError(f"dp×tp×pp×cp = {plan.dp}×{plan.tp}×{plan.pp}×{plan.cp} = {plan.n_devices} but the cluster "
                         f"has {n} devices", key="plan", hint="omit dp to derive it from the device count")
-    if plan.ep != 1:
-        raise SpecError(f"ep={plan.ep} needs a mixture-of-experts workload; {workload.name} is dense", key="plan.ep",
-                        allowed=["1"])
     if mdl.heads % plan.tp:
         raise SpecError(f"tp={plan.tp} does not divide heads={mdl.heads}", key="plan.tp",
                         hint=f"choose tp among {_divisors(mdl.heads)}")
@@ -145,6 +144,7 @@ def validate_plan(workload: Workload, cluster: Cluster, plan: Plan) -> None:
     if plan.tp > dpn and plan.tp % dpn:
         raise SpecError(f"tp={plan.tp} spans scale-up domains unevenly ({dpn} devices per domain)", key="plan.tp")
     _validate_v2(mdl, plan)
+    cost_model(workload).validate(workload, cluster, plan)
 
 
 def _validate_v2(mdl, plan: Plan) -> None:
@@ -228,7 +228,7 @@ def estimate_from_arrays(workload: Workload, cluster: Cluster, plan: Plan, res: 
         mfu=float(res["mfu"][i]), hfu=float(res["hfu"][i]), model_flops_per_step=float(res["model_flops_per_step"][i]),
         memory_peak_bytes=float(res["memory_peak_bytes"][i]), memory_capacity_bytes=cap,
         fits=bool(res["fits"][i]), reasons=tuple(reasons),
-        breakdown=CostBreakdown(time_s={k: float(res[k][i]) for k in TIME_PARTS},
+        breakdown=CostBreakdown(time_s={k: float(res[k][i]) for k in cost_model(workload).TIME_PARTS},
                                 memory_bytes={k: float(res[k][i]) for k in MEMORY_PARTS}),
         micro_batches=int(round(float(res["micro_batches"][i]))), critical_stage=crit,
         heaviest_memory_stage=int(res["heaviest_memory_stage"][i]), compute_bound_s=float(res["compute_bound_s"][i]),
@@ -243,7 +243,7 @@ def estimate_plan(workload: Workload, cluster: Cluster, plan: Plan, eff: Efficie
     """Estimate one plan (validated first).  Same formulas as the search: ``evaluate`` on a 1-plan array."""
     validate_plan(workload, cluster, plan)
     eff = eff or efficiency_for(cluster.group.device)
-    res = evaluate_workload(workload, cluster, PlanArrays.from_plans([plan]), eff)
+    res = cost_model(workload).evaluate_workload(workload, cluster, PlanArrays.from_plans([plan]), eff)
     return estimate_from_arrays(workload, cluster, plan, res, 0, eff.provenance, eff.provenance_class)
 
 

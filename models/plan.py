@@ -6,12 +6,12 @@ from dataclasses import asdict, dataclass
 from parplan.errors import SpecError, did_you_mean
 
 RECOMPUTE = ("none", "selective", "full")
-PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "mbs", "vpp", "zero", "recompute", "sp",
+PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "recompute", "sp",
              "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer")
 BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
 # knobs of contract v2, written into plan strings only when they differ from their default (v1 strings unchanged)
 V2_DEFAULTS = {"reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0, "embed_as_layer": False,
-               "loss_as_layer": False}
+               "loss_as_layer": False, "etp": 1}
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,10 @@ class Plan:
     stage (Megatron-Core ``--decoder-first/last-pipeline-num-layers``; 0 = the default split).
     ``embed_as_layer`` / ``loss_as_layer``: the embedding / the loss count as one layer in the pipeline split
     (Megatron-Core ``--account-for-embedding/loss-in-pipeline-split``).
+    ``ep`` / ``etp`` (mixture-of-experts workloads): expert-parallel and expert-tensor-parallel degrees.  The
+    expert layers are laid out over the same dp·cp·tp ranks as attention (Megatron-Core "MoE parallel folding":
+    ep·etp divides dp·cp·tp; the rest, dp·cp·tp/(ep·etp), is the expert-data-parallel group); ``etp`` defaults to
+    1 (Megatron-Core's MoE recipes set ``--expert-tensor-parallel-size 1``).
     """
 
     dp: int
@@ -45,6 +49,7 @@ class Plan:
     last_layers: int = 0
     embed_as_layer: bool = False
     loss_as_layer: bool = False
+    etp: int = 1
 
     @property
     def n_devices(self) -> int:
@@ -149,7 +154,7 @@ def parse_plan(text: str, n_devices: int | None = None) -> Plan:
 def make_plan(values: dict, n_devices: int | None = None) -> Plan:
     """Build a ``Plan`` from a mapping, deriving ``dp`` from ``n_devices`` if absent; range checks only."""
     v = dict(values)
-    for key in ("tp", "pp", "cp", "ep", "mbs", "vpp"):
+    for key in ("tp", "pp", "cp", "ep", "etp", "mbs", "vpp"):
         if key in v and (not isinstance(v[key], int) or isinstance(v[key], bool) or v[key] < 1):
             raise SpecError(f"bad value {v[key]!r}: must be a whole number ≥ 1", key=f"plan.{key}")
     if "zero" in v and v["zero"] not in (0, 1, 2, 3):

@@ -32,9 +32,13 @@ class PlanArrays:
     last_layers: Optional[np.ndarray] = None
     embed_as_layer: Optional[np.ndarray] = None  # bool
     loss_as_layer: Optional[np.ndarray] = None  # bool
+    etp: Optional[np.ndarray] = None  # expert tensor parallelism (MoE)
+    ep: Optional[np.ndarray] = None  # expert parallelism (MoE; 1 for dense workloads)
 
     def __post_init__(self) -> None:
         n = np.shape(self.dp)
+        if self.ep is None:
+            self.ep = np.ones(n, dtype=np.int64)
         for k in _V2:
             if getattr(self, k) is None:
                 d = V2_DEFAULTS[k]
@@ -48,14 +52,14 @@ class PlanArrays:
 
         return cls(dp=col("dp"), tp=col("tp"), pp=col("pp"), cp=col("cp"), mbs=col("mbs"), vpp=col("vpp"),
                    zero=col("zero"), recompute=np.array([RECOMPUTE.index(p.recompute) for p in plans], dtype=np.int64),
-                   sp=col("sp"), **{k: col(k) for k in _V2})
+                   sp=col("sp"), ep=col("ep"), **{k: col(k) for k in _V2})
 
     def __len__(self) -> int:
         return int(np.shape(self.dp)[0])
 
     def plan(self, i: int) -> Plan:
         extra = {k: (bool(getattr(self, k)[i]) if k in _BOOL else int(getattr(self, k)[i])) for k in _V2}
-        return Plan(dp=int(self.dp[i]), tp=int(self.tp[i]), pp=int(self.pp[i]), cp=int(self.cp[i]),
+        return Plan(dp=int(self.dp[i]), tp=int(self.tp[i]), pp=int(self.pp[i]), cp=int(self.cp[i]), ep=int(self.ep[i]),
                     mbs=int(self.mbs[i]), vpp=int(self.vpp[i]), zero=int(self.zero[i]),
                     recompute=RECOMPUTE[int(self.recompute[i])], sp=bool(self.sp[i]), **extra)
 

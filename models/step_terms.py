@@ -54,6 +54,7 @@ class LayerMix:
     edp: object = 1.0  # ranks of the expert-data-parallel group (expert gradients are reduced over it)
     edp_per_node: object = 1.0  # of them in one scale-up domain
     layer_counts: tuple = ()  # layers of each kind in the whole model (default: every layer is kinds[0])
+    output_heads: float = 1.0  # output projections + losses on the last stage (1 + DeepSeek-V3's MTP modules)
     memory_extra: object = None  # f(shape, experts_first, experts_last, counts_first, counts_last, w_b) -> dict
 
 
@@ -122,15 +123,17 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     p2p = np.where(P.pp > 1, p2p_bytes / pp_bw + pp_lat, 0.0)
     p2p_stage = 2.0 * v * p2p  # each micro-batch enters and leaves each device v times, forward and backward
 
+    heads = mix.output_heads
+
     def stage(ns, first, last):
-        f_ = over(ns, lambda k: k.terms.fwd) + (emb_fwd if first else 0.0) + (out_fwd if last else 0.0)
-        b_ = over(ns, lambda k: k.terms.bwd + k.rc) + (emb_bwd if first else 0.0) + (out_bwd if last else 0.0)
+        f_ = over(ns, lambda k: k.terms.fwd) + (emb_fwd if first else 0.0) + (heads * out_fwd if last else 0.0)
+        b_ = over(ns, lambda k: k.terms.bwd + k.rc) + (emb_bwd if first else 0.0) + (heads * out_bwd if last else 0.0)
         return f_, b_
 
     single = pp == 1
     f_first, b_first = stage(c_first, True, False)
-    f_first = f_first + np.where(single, out_fwd, 0.0)
-    b_first = b_first + np.where(single, out_bwd, 0.0)
+    f_first = f_first + np.where(single, heads * out_fwd, 0.0)
+    b_first = b_first + np.where(single, heads * out_bwd, 0.0)
     f_last, b_last = stage(c_last, False, True)
     f_mid, b_mid = stage(c_mid, False, False)
 
@@ -179,7 +182,9 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     rs_l, ag_l, ar_l, rep_l = dp_sync(params_last, P_layer / tp, zdeg, S, R, per_node)
     if has_experts:  # expert gradients: the expert-data-parallel group (MoE parallel folding, Liu et al. 2025)
         edp = np.asarray(mix.edp, dtype=f64)
-        x_layer = np.max([np.asarray(k.expert_params_dev, dtype=f64) for k in K], axis=0)
+        x_layer = K[0].expert_params_dev
+        for k_ in K[1:]:
+            x_layer = np.maximum(x_layer, k_.expert_params_dev)
         for tgt, params in (("f", x_first), ("l", x_last)):
             xs = dp_sync(params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
             if tgt == "f":
@@ -260,9 +265,9 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     has_out = np.where(crit == 2, 1.0, np.where(single, 1.0, 0.0))
     has_emb = np.where(crit == 0, 1.0, np.where(single, 1.0, 0.0))
     t_ = lambda fn: m * over(c_crit, fn)  # noqa: E731
-    gemm_c = t_(lambda k: k.terms.gemm_fwd + k.terms.gemm_bwd) + m * has_out * (g_logit + g_logit_d + g_logit_w)
+    gemm_c = t_(lambda k: k.terms.gemm_fwd + k.terms.gemm_bwd) + m * has_out * heads * (g_logit + g_logit_d + g_logit_w)
     attn_c = t_(lambda k: k.terms.attn_fwd + k.terms.attn_bwd)
-    memb_c = t_(lambda k: k.terms.mem_fwd + k.terms.mem_bwd) + m * (has_emb * (emb_fwd + emb_bwd) + has_out * ce)
+    memb_c = t_(lambda k: k.terms.mem_fwd + k.terms.mem_bwd) + m * (has_emb * (emb_fwd + emb_bwd) + has_out * heads * ce)
     rc_c = t_(lambda k: k.rc)
     tp_c = t_(lambda k: k.terms.tp_fwd + k.terms.tp_bwd)
     cp_c = t_(lambda k: k.terms.cp_fwd + k.terms.cp_bwd)
@@ -279,7 +284,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     Lc = [float(x) for x in (mix.layer_counts or [L])]
     layers_flops = sum(n_i * kd.flops_per_token_fwd for n_i, kd in zip(Lc, K))
     attn_layers_flops = sum(n_i * kd.attn_flops_per_token_fwd for n_i, kd in zip(Lc, K))
-    model_flops = 3.0 * B * s * (layers_flops + 2.0 * h * V)
+    model_flops = 3.0 * B * s * (layers_flops + heads * 2.0 * h * V)
     rc_flops_per_token = np.where(rc == 2, layers_flops, np.where(rc == 1, attn_layers_flops, 0.0))
     hw_flops = model_flops + B * s * rc_flops_per_token
     n_dev = dp * tp * pp * cp
@@ -340,7 +345,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
            "framework_overhead_s": fo_c,
            "overlap_interference_s": intf_c,
            # compute-only lower bound: model+recompute FLOPs of the critical stage at full peak, no comm, no bubble
-           "compute_bound_s": m * (over(c_crit, lambda k: k.bound_flops) + has_out * 6.0 * T * h * V / tp) / peak_nom,
+           "compute_bound_s": m * (over(c_crit, lambda k: k.bound_flops) + has_out * heads * 6.0 * T * h * V / tp)
+           / peak_nom,
            }
     if not one_kind:
         out["ep_comm_exposed_s"] = ep_c

@@ -49,3 +49,18 @@ def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) ->
 def evaluate_workload(workload: Workload, cluster, plans: PlanArrays, eff=None) -> dict[str, np.ndarray]:
     hw = hardware_context(cluster.group, workload.training.precision, eff, framework=framework_of(workload))
     return evaluate(workload.model, workload.training, hw, plans)
+
+
+def validate(workload, cluster, plan) -> None:
+    """Dense plans have no experts: ep = etp = 1."""
+    from parplan.errors import SpecError
+
+    for key in ("ep", "etp"):
+        if getattr(plan, key) != 1:
+            raise SpecError(f"{key}={getattr(plan, key)} needs a mixture-of-experts workload; {workload.name} is dense",
+                            key=f"plan.{key}", allowed=["1"])
+
+
+def layer_params_lower_bound(model) -> float:
+    """Parameters of the lightest layer (the planner's memory lower bound counts every layer at this size)."""
+    return float(model.layer_params)

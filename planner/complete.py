@@ -18,7 +18,7 @@ from parplan.models.estimate import Estimate, estimate_plan, validate_plan
 from parplan.models.hardware_context import framework_of
 from parplan.models.plan import Plan, make_plan, parse_plan_values, split_pairs
 from parplan.models.plan_arrays import PlanArrays
-from parplan.models.training import evaluate_workload
+from parplan.models.families import cost_model
 from parplan.workloads.transformer import Workload
 
 CHOSEN_KNOBS = ("mbs", "vpp", "zero", "recompute", "sp", "reshard")
@@ -102,7 +102,7 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
     if len(plans) == 1:
         best = plans[0]
     else:
-        res = evaluate_workload(workload, cluster, PlanArrays.from_plans(plans), eff)
+        res = cost_model(workload).evaluate_workload(workload, cluster, PlanArrays.from_plans(plans), eff)
         t = np.where(res["fits"], res["step_time_s"], np.inf)
         best = plans[int(np.argmin(t))] if np.isfinite(t).any() else plans[int(np.argmin(res["memory_peak_bytes"]))]
     est = estimate_plan(workload, cluster, best, eff)

@@ -24,9 +24,12 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
 from parplan.models.efficiency import Efficiency, efficiency_for
-from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
-                                     HardwareContext, PlanArrays, evaluate, framework_of, hardware_context)
-from parplan.planner.space import DEFAULT_MAX_MBS, Space, build_space
+from parplan.models.families import cost_model
+from parplan.models.hardware_context import HardwareContext, framework_of, hardware_context
+from parplan.models.plan_arrays import PlanArrays
+from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES
+from parplan.planner.space import DEFAULT_MAX_MBS, Space
+from parplan.planner.spaces import build_space
 from parplan.workloads.transformer import Workload
 
 OBJECTIVES = ("throughput", "memory", "cost", "devices")
@@ -111,7 +114,7 @@ def memory_lower_bound(workload: Workload, P: PlanArrays) -> np.ndarray:
     L = float(mdl.layers)
     base = np.floor(L / pp)
     n_first = base + ((L - base * pp) > 0)
-    P_layer = float(mdl.layer_params)
+    P_layer = float(cost_model(workload).layer_params_lower_bound(mdl))
     params_first = (n_first * P_layer + float(mdl.embedding_params)
                     + np.where(pp == 1, float(mdl.output_params), 0.0)) / tp
     mixed = job.precision != "fp32"
@@ -131,7 +134,7 @@ def evaluate_plans(workload: Workload, hw: HardwareContext, P: PlanArrays, keys=
     out: dict[str, list] = {}
     for i in range(0, max(n, 1), chunk):
         sub = P.subset(slice(i, i + chunk)) if n > chunk else P
-        res = evaluate(workload.model, workload.training, hw, sub)
+        res = cost_model(workload).evaluate(workload.model, workload.training, hw, sub)
         for k in (keys or res.keys()):
             out.setdefault(k, []).append(np.asarray(res[k]))
         if progress is not None:
@@ -181,7 +184,7 @@ def evaluate_space(workload: Workload, hw: HardwareContext, space: Space, keys, 
             G = space.grid(sel)
             if zi is not None:
                 G.zero = G.zero[:, zsl]
-            res = evaluate(workload.model, workload.training, hw, G)
+            res = cost_model(workload).evaluate(workload.model, workload.training, hw, G)
             m = space.mask[sel][:, zsl]
             nz = np.flatnonzero(m)
             if pos is None:  # whole grid in row order: the cells are the next plans in order

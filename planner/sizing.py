@@ -19,7 +19,9 @@ import numpy as np
 
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
-from parplan.models.training import PlanArrays, evaluate, framework_of, hardware_context
+from parplan.models.families import cost_model
+from parplan.models.hardware_context import framework_of, hardware_context
+from parplan.models.plan_arrays import PlanArrays
 from parplan.planner.search import Evaluated, SearchOptions, run_search
 from parplan.planner.space import factorizations
 from parplan.workloads.transformer import Workload
@@ -73,7 +75,7 @@ def model_flops_per_token(workload: Workload, cluster: Cluster) -> float:
     P = PlanArrays(dp=one, tp=one, pp=one, cp=one, mbs=one, vpp=one, zero=0 * one, recompute=0 * one,
                    sp=np.zeros(1, dtype=bool))
     with np.errstate(all="ignore"):
-        flops = float(np.asarray(evaluate(workload.model, workload.training, hw, P)["model_flops_per_step"])[0])
+        flops = float(np.asarray(cost_model(workload).evaluate(workload.model, workload.training, hw, P)["model_flops_per_step"])[0])
     return flops / float(workload.training.tokens_per_step)
 
 

@@ -1,8 +1,9 @@
 """The search space: every valid parallel plan of a dense training job on a homogeneous cluster, built with numpy.
 
 Axes: every (dp, tp, pp, cp) factorization of the device count, the micro-batch size ``mbs``, the interleaving
-degree ``vpp``, ``zero`` 0–3, ``recompute`` none/selective/full and sequence parallelism ``sp``.  ``ep`` is always 1
-(dense models).  The rules below are the constraints real frameworks (Megatron-LM, NeMo, DeepSpeed, FSDP) impose;
+degree ``vpp``, ``zero`` 0–3, ``recompute`` none/selective/full and sequence parallelism ``sp``.  A family adds
+its own axes and rules through ``row_axes`` / ``cell_rules`` (``planner/spaces/<family>.py``: the MoE family adds
+``ep`` and ``etp``); the dense family keeps ``ep = etp = 1``.  The rules below are the constraints real frameworks (Megatron-LM, NeMo, DeepSpeed, FSDP) impose;
 every plan they let through passes ``parplan.models.estimate.validate_plan`` (a test checks it), so the search and
 ``parplan estimate`` accept the same plans.
 
@@ -95,7 +96,7 @@ class Space:
 
         return PlanArrays(dp=col(R.dp), tp=col(R.tp), pp=col(R.pp), cp=col(R.cp), mbs=col(R.mbs), vpp=col(R.vpp),
                           zero=self.zero_vals.reshape(1, -1, 1, 1), recompute=self.rc_vals.reshape(1, 1, -1, 1),
-                          sp=self.sp_vals.reshape(1, 1, 1, -1))
+                          sp=self.sp_vals.reshape(1, 1, 1, -1), ep=col(R.ep), etp=col(R.etp))
 
     def valid_cells(self, rows=slice(None)) -> np.ndarray:
         """Flat indices of the valid cells in the grid of ``rows`` (row-major)."""
@@ -122,13 +123,10 @@ def divisors(n: int) -> np.ndarray:
 
 def parse_fix(items) -> dict:
     """``["tp=8", "pp=4"]``, ``"tp=8,pp=4"`` or a mapping → ``{"tp": 8, "pp": 4}`` (typed like ``Plan``, recompute as
-    its index); the same parsing and checks as plan strings, plus ep = 1 (the planner prices dense models)."""
+    its index); the same parsing and checks as plan strings (which family admits ep / etp is the space's business)."""
     if items is None:
         return {}
     out = parse_plan_values(split_pairs(items, "--fix"), "--fix")
-    if out.get("ep", 1) != 1:
-        raise SpecError(f"ep={out['ep']} needs a mixture-of-experts workload; the planner prices dense models",
-                        key="--fix ep", allowed=["1"])
     if "recompute" in out:
         out["recompute"] = RECOMPUTE.index(out["recompute"])
     return out
@@ -184,9 +182,12 @@ def factorizations(workload: Workload, n_devices: int, devices_per_node: int, *,
 
 def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
                 allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS,
-                framework: str | None = None) -> Space:
+                framework: str | None = None, row_axes=None, cell_rules=()) -> Space:
     """Enumerate every valid plan (see the module docstring for the rules).  ``framework`` (a catalog id) replaces
-    the workload's ``training.framework`` for the launchability rule."""
+    the workload's ``training.framework`` for the launchability rule.  A family adds its own axes and rules:
+    ``row_axes(cols, fix, fw, excl, rule_text) -> cols`` expands the rows (factorization × mbs × vpp) by further
+    per-row axes (e.g. ep, etp), counting what it excludes in ``excl``/``rule_text``; ``cell_rules`` are
+    ``(name, text, f(cols, Z, R, S) -> bool array)`` applied to the knob block like the built-in cell rules."""
     from parplan.models.framework import DEFAULT_FRAMEWORK, get_framework
 
     fw = get_framework(framework or getattr(workload.training, "framework", None) or DEFAULT_FRAMEWORK)
@@ -245,6 +246,8 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     ok &= okf
     cols = {k: a[ok] for k, a in cols.items()}
     cols["vpp"] = vpp[ok]
+    if row_axes is not None:
+        cols = row_axes(cols, fix, fw, excl_p, rule_text)
     # zero × recompute × sp: a dense block per row (the row: factorization, mbs, vpp), masked
     nrow = cols["tp"].shape[0]
     Z = np.array(ZERO_LEVELS, dtype=np.int64).reshape(1, -1, 1, 1)
@@ -252,14 +255,20 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     S = np.array([False, True]).reshape(1, 1, 1, -1)
     shape = (nrow, Z.size, R.size, S.size)
     alive = np.ones(shape, dtype=bool)
-    for key, ok in (("zero_dp1", (Z == 0) | ((cols["dp"] * cols["cp"]) > 1).reshape(-1, 1, 1, 1)),
-                    ("sp_tp1", (~S) | (cols["tp"] > 1).reshape(-1, 1, 1, 1))):
+    builtin = [("zero_dp1", (Z == 0) | ((cols["dp"] * cols["cp"]) > 1).reshape(-1, 1, 1, 1)),
+               ("sp_tp1", (~S) | (cols["tp"] > 1).reshape(-1, 1, 1, 1))]
+    for name, text, fn in cell_rules:
+        rule_text.setdefault(name, text)
+        excl_p.setdefault(name, 0)
+        builtin.append((name, fn(cols, Z, R, S)))
+    for key, ok in builtin:
         ok = np.broadcast_to(ok, shape)
         excl_p[key] += int((alive & ~ok).sum())
         alive &= ok
     # the framework: each cell is counted under the first check it fails
-    grid = SimpleNamespace(**{k: cols[k].reshape(-1, 1, 1, 1) for k in ("dp", "tp", "pp", "cp", "mbs", "vpp")},
-                           zero=Z, recompute=R, sp=S)
+    grid = SimpleNamespace(**{k: cols[k].reshape(-1, 1, 1, 1) for k in ("dp", "tp", "pp", "cp", "mbs", "vpp")
+                              if k in cols}, zero=Z, recompute=R, sp=S,
+                           **{k: cols[k].reshape(-1, 1, 1, 1) for k in ("ep", "etp") if k in cols})
     fw_counts: dict[str, int] = {}
     for label, ok in fw.plan_masks(grid, n_devices_per_node=dpn, workload=workload):
         ok = np.broadcast_to(ok, shape)
@@ -285,7 +294,7 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     nr = cols["tp"].shape[0]
     rows = PlanArrays(dp=cols["dp"], tp=cols["tp"], pp=cols["pp"], cp=cols["cp"], mbs=cols["mbs"], vpp=cols["vpp"],
                       zero=np.zeros(nr, dtype=np.int64), recompute=np.zeros(nr, dtype=np.int64),
-                      sp=np.zeros(nr, dtype=bool))
+                      sp=np.zeros(nr, dtype=bool), ep=cols.get("ep"), etp=cols.get("etp"))
     space = Space(plans=None, n_devices=N, factorizations=n_fact, excluded_factorizations=excl_f,
                   excluded_plans=excl_p, rule_text=rule_text, rows=rows, zero_vals=zero_vals, rc_vals=rc_vals,
                   sp_vals=sp_vals, mask=mask)

@@ -98,13 +98,13 @@ def test_bad_workload_input_gets_one_line_and_exit_2(tmp_path, name, text, plan,
     ("dgx-h100-64", "tp=8,mbs=3", "training.global_batch: global_batch=2048 is not divisible by dp×mbs=8×3=24; "
                                   "change mbs, dp or the global batch"),
     ("dgx-h100-64", "tp=8,pipeline=2",
-     "plan: unknown plan key 'pipeline' (allowed: dp, tp, pp, cp, ep, mbs, vpp, zero, recompute, sp, reshard, shard, first_layers, last_layers, embed_as_layer, loss_as_layer)"),
+     "plan: unknown plan key 'pipeline' (allowed: dp, tp, pp, cp, ep, etp, mbs, vpp, zero, recompute, sp, reshard, shard, first_layers, last_layers, embed_as_layer, loss_as_layer)"),
     ("dgx-h100-64", "tp=8,recompute=ful",
      "plan.recompute: bad value 'ful' (allowed: none, selective, full); did you mean 'full'?"),
     ("dgx-h100-64", "tp=16", "plan.tp: tp=16 does not divide kv_heads=8; choose tp among 1, 2, 4, 8"),
     ("dgx-h100-64", ",", "plan: no key=value in plan ','; write e.g. \"tp=8,pp=4\""),
     ("dgx-h100-65", "tp=8",
-     "no cluster file or catalog id 'dgx-h100-65'; did you mean 'dgx-h100-64' or 'dgx-a100-8' or 'dgx-h100-1024'?"),
+     "no cluster file or catalog id 'dgx-h100-65'; did you mean 'dgx-h100-64' or 'dgx-h100-256' or 'dgx-a100-8'?"),
 ])
 def test_bad_plan_or_cluster_gets_one_line_and_exit_2(hw, plan, expected):
     r = invoke("estimate", "llama3-70b", "--hw", hw, "--plan", plan)

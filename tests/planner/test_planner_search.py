@@ -83,13 +83,22 @@ def test_fix_pins_every_key():
     ("tpp=4", "--fix: unknown plan key 'tpp'"),
     ("zero=5", "--fix zero: bad value 5"),
     ("recompute=some", "--fix recompute: bad value 'some'"),
-    ("ep=2", "--fix ep: ep=2 needs a mixture-of-experts workload"),
     ("tp", "--fix: expected key=value, got 'tp'"),
 ])
 def test_bad_fix_is_one_clear_error(bad, msg):
     with pytest.raises(SpecError) as err:
         parse_fix([bad])
     assert str(err.value).startswith(msg)
+
+
+@pytest.mark.parametrize("pin", ["ep=2", "etp=2"])
+def test_expert_pins_on_a_dense_workload_are_one_clear_error(pin):
+    from parplan.planner.spaces import build_space as family_space
+
+    with pytest.raises(SpecError) as err:
+        family_space(W70, H100_4.n_devices, H100_4.group.devices_per_node, fix=parse_fix([pin]))
+    key = pin.split("=")[0]
+    assert str(err.value).startswith(f"--fix {key}: {pin} needs a mixture-of-experts workload")
 
 
 def test_exclusion_counts_add_up():
