@@ -76,7 +76,10 @@ def render_plans(ps, explain_lines: list[str] | None = None) -> str:
         s = ps.stats
         t = Table(title=f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {len(df)} of "
                         f"{s.fitting:,} fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
-        cols = [("#", "right"), ("tp", "right"), ("pp", "right"), ("cp", "right"), ("dp", "right"), ("mbs", "right"),
+        # expert axes are shown when a plan uses them (MoE workloads)
+        experts = bool(len(df)) and bool((df["ep"] > 1).any() or (df["etp"] > 1).any())
+        cols = [("#", "right"), ("tp", "right"), ("pp", "right"), ("cp", "right"), ("dp", "right"),
+                *([("ep", "right"), ("etp", "right")] if experts else []), ("mbs", "right"),
                 ("vpp", "right"), ("zero", "right"), ("recomp", "left"), ("sp", "left"), ("step", "right"),
                 ("tokens/s", "right"), ("MFU", "right"), ("mem GiB", "right"),
                 ("comp", "right"), ("rcmp", "right"), ("comm", "right"), ("bubl", "right"),
@@ -88,8 +91,9 @@ def render_plans(ps, explain_lines: list[str] | None = None) -> str:
         for r in df.itertuples(index=False):
             st = r.step_time_s
             comp = r.compute_gemm_s + r.compute_attention_s + r.compute_memory_bound_s
-            comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s
-            row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), str(r.dp), str(r.mbs), str(r.vpp), str(r.zero),
+            comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s + r.ep_comm_exposed_s
+            row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), str(r.dp),
+                   *([str(r.ep), str(r.etp)] if experts else []), str(r.mbs), str(r.vpp), str(r.zero),
                    r.recompute, "y" if r.sp else "n", human_s(st), f"{r.tokens_per_s:,.0f}", f"{100 * r.mfu:.1f}%",
                    f"{r.memory_peak_bytes / GiB:.1f}", f"{100 * comp / st:.0f}%", f"{100 * r.recompute_s / st:.0f}%",
                    f"{100 * comm / st:.0f}%", f"{100 * r.pipeline_bubble_s / st:.0f}%", f"{100 * r.optimizer_s / st:.1f}%",
@@ -100,7 +104,7 @@ def render_plans(ps, explain_lines: list[str] | None = None) -> str:
             t.add_row(*row)
         con.print(t)
         con.print("shares of the step time (critical stage): comp = GEMM + attention + memory-bound kernels, rcmp = "
-                  "recompute, comm = exposed TP + CP + PP p2p + DP, bubl = pipeline bubble, opt = optimizer step; "
+                  "recompute, comm = exposed TP + CP + PP p2p + DP (+ EP all-to-all), bubl = pipeline bubble, opt = optimizer step; "
                   "GiB per device: mem = peak, state = weights + grads + optimizer states, act = activations",
                   style="dim")
     return cap.get()

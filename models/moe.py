@@ -92,7 +92,8 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
                    count=_counter(model, float(model.layers), n_first, n_last, mtp),
                    edp=ms.edp, edp_per_node=np.maximum(np.floor(hw.devices_per_node / (ms.etp * ms.ep)), 1.0),
                    layer_counts=(float(model.n_moe_layers) + mtp, float(model.n_dense_layers)),
-                   memory_extra=_memory_extra(model, job, c, ms, ops["buffer_bytes"]), output_heads=1.0 + mtp)
+                   memory_extra=_memory_extra(model, job, c, ms, ops["buffer_bytes"], expert_dev),
+                   output_heads=1.0 + mtp)
     out = assemble(model, job, c, mix)
     out.update({"op_moe_a2a_dispatch_s": ops["a2a_dispatch_s"], "op_moe_a2a_combine_s": ops["a2a_combine_s"],
                 "op_moe_etp_gather_s": ops["etp_gather_s"], "op_moe_a2a_bytes": ops["a2a_bytes"],
@@ -102,9 +103,10 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
     return out
 
 
-def _memory_extra(model, job, c, ms, buffer_bytes):
-    """Expert states (sharded by EP·ETP, ZeRO over the EDP group), expert activations instead of the dense MLP's,
-    and the all-to-all receive buffers (dispatch + combine of the busiest rank's copies)."""
+def _memory_extra(model, job, c, ms, buffer_bytes, expert_dev):
+    """Expert states (sharded by EP·ETP, ZeRO over the EDP group; FSDP's gathered expert layers: two prefetched,
+    or every layer of the stage without re-sharding), expert activations instead of the dense MLP's, and the
+    all-to-all receive buffers of the framework's dispatcher."""
     e, h = c.e, float(model.hidden)
     fe, nmat = float(model.moe_ffn_hidden), float(model.ffn_matrices)
     f = float(model.ffn_hidden)
@@ -115,9 +117,12 @@ def _memory_extra(model, job, c, ms, buffer_bytes):
         zero = shape.zero
         grad_b = np.where(zero >= 2, e, 4.0) if mixed else np.full_like(shape.T, 4.0)
 
-        def states(x):
-            return (x * w_b / np.where(zero >= 3, ms.edp, 1.0), x * grad_b / np.where(zero >= 2, ms.edp, 1.0),
-                    x * opt_b / np.where(zero >= 1, ms.edp, 1.0))
+        keep = (zero >= 3) & ~shape.reshard
+
+        def states(x, n_moe):
+            w = x * w_b / np.where(zero >= 3, ms.edp, 1.0)
+            w = w + np.where(keep, n_moe * expert_dev * w_b * (1.0 - 1.0 / ms.edp), 0.0)
+            return (w, x * grad_b / np.where(zero >= 2, ms.edp, 1.0), x * opt_b / np.where(zero >= 1, ms.edp, 1.0))
 
         # per MoE layer per micro-batch: permuted expert inputs, the FC1 outputs / activation inputs (as the dense
         # MLP's (nmat + swiglu)·f rule) for the busiest rank's copies, routing probabilities and indices (12 B per
@@ -128,7 +133,8 @@ def _memory_extra(model, job, c, ms, buffer_bytes):
         inflight, penalty = inflight_factors(shape)
         n_moe_first, n_moe_last = c_first[0], c_last[0]
         buffers = buffer_bytes  # dispatch / combine receive buffers of the framework's dispatcher (moe.yaml)
-        return {"states_first": states(x_first), "states_last": states(x_last),
+        return {"states_first": states(x_first, n_moe_first), "states_last": states(x_last, n_moe_last),
+                "zero3_buffer": np.where((zero >= 3) & shape.reshard, 2.0 * expert_dev * w_b, 0.0),
                 "act_first": n_moe_first * per * inflight * penalty,
                 "act_last": np.where(shape.pp == 1, n_moe_first * per * inflight * penalty, n_moe_last * per),
                 "transient": np.where(ms.ep > 1, buffers, 0.0)}

@@ -59,7 +59,7 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     """Memory parts per device at the heaviest of the first and the last stage (bytes).  ``extra`` (a family's
     own terms, e.g. MoE experts): ``states_first``/``states_last`` = (weights, grads, optimizer) bytes added to the
     model states, ``act_first``/``act_last`` added to the activations, ``transient`` added to both stages'
-    transients, ``per_layer`` replacing the per-layer activation bytes reported to the executor."""
+    transients, ``zero3_buffer`` added to the ZeRO-3 gather buffer, ``per_layer`` replacing the per-layer activation bytes reported to the executor."""
     tp, pp, cp, v, m, T, Tsp = S.tp, S.pp, S.cp, S.v, S.m, S.T, S.Tsp
     zero, rc, sp = S.zero, S.rc, S.sp
     h, a = float(model.hidden), float(model.heads)
@@ -116,6 +116,7 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
         act_last = act_last + extra["act_last"]
         transient_first = transient_first + extra["transient"]
         transient_last = transient_last + extra["transient"]
+        z3_buf = z3_buf + extra.get("zero3_buffer", 0.0)
         per_layer = extra.get("per_layer", per_layer)
     dyn_first = wf + gf + of + act_first + transient_first + z3_buf
     dyn_last = wl + gl + ol + act_last + transient_last + z3_buf

@@ -33,8 +33,12 @@ EXPORT_COLUMNS = (
     "framework_overhead_s", "overlap_interference_s", "step_time_low_s", "step_time_high_s", "tie_with_best",
     "framework", "provenance_class",
     "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer",
+    # mixture-of-experts (0 / 1 for dense workloads): expert tensor parallelism, exposed expert all-to-all (s)
+    "etp", "ep_comm_exposed_s",
 )
-assert set(TIME_PARTS + MEMORY_PARTS) <= set(EXPORT_COLUMNS)
+# time parts a family may add to the shared ones (they are part of the sum too); 0 where a family has none
+FAMILY_TIME_PARTS = ("ep_comm_exposed_s",)
+assert set(TIME_PARTS + MEMORY_PARTS + FAMILY_TIME_PARTS) <= set(EXPORT_COLUMNS)
 
 CSV_FLOAT_FORMAT = "%.6g"
 
@@ -42,9 +46,10 @@ CSV_FLOAT_FORMAT = "%.6g"
 def plan_strings(P: PlanArrays) -> list[str]:
     rc = np.array(RECOMPUTE, dtype=object)[P.recompute]
     sp = np.where(P.sp, "true", "false")
-    base = [f"dp={a},tp={b},pp={c},cp={d},ep=1,mbs={e},vpp={f},zero={g},recompute={h},sp={i}"
-            for a, b, c, d, e, f, g, h, i in zip(P.dp.tolist(), P.tp.tolist(), P.pp.tolist(), P.cp.tolist(),
-                                                  P.mbs.tolist(), P.vpp.tolist(), P.zero.tolist(), rc, sp)]
+    base = [f"dp={a},tp={b},pp={c},cp={d},ep={x},mbs={e},vpp={f},zero={g},recompute={h},sp={i}"
+            for a, b, c, d, x, e, f, g, h, i in zip(P.dp.tolist(), P.tp.tolist(), P.pp.tolist(), P.cp.tolist(),
+                                                     P.ep.tolist(), P.mbs.tolist(), P.vpp.tolist(), P.zero.tolist(),
+                                                     rc, sp)]
     extra = [""] * len(base)
     for k, d in V2_DEFAULTS.items():
         col = getattr(P, k)
@@ -66,7 +71,7 @@ def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int
     cols = {
         "rank": np.arange(first_rank, first_rank + n), "workload": [workload] * n, "cluster": [cluster] * n,
         "n_nodes": np.full(n, n_nodes), "n_devices": np.full(n, n_devices), "plan": plan_strings(P),
-        "dp": P.dp, "tp": P.tp, "pp": P.pp, "cp": P.cp, "ep": np.ones(n, dtype=np.int64), "mbs": P.mbs,
+        "dp": P.dp, "tp": P.tp, "pp": P.pp, "cp": P.cp, "ep": P.ep, "mbs": P.mbs,
         "vpp": P.vpp, "zero": P.zero, "recompute": np.array(RECOMPUTE, dtype=object)[P.recompute],
         "sp": P.sp.astype(bool), "fits": np.asarray(res["fits"], dtype=bool),
         "step_time_s": res["step_time_s"], "tokens_per_s": tps, "tokens_per_s_per_device": tps / n_devices,
@@ -78,6 +83,8 @@ def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int
     }
     for k in TIME_PARTS + MEMORY_PARTS:
         cols[k] = np.asarray(res[k], dtype=float)
+    for k in FAMILY_TIME_PARTS:
+        cols[k] = np.asarray(res[k], dtype=float) if k in res else np.zeros(n)
     lo, hi = np.asarray(res["step_time_low_s"], dtype=float), np.asarray(res["step_time_high_s"], dtype=float)
     # a plan ties with the best (rank 1, or ``best_high_s`` when this table starts lower) when their intervals
     # overlap: its fastest plausible step is below the best plan's slowest plausible one
