@@ -86,6 +86,15 @@ def _inline(r: pd.Series, st: pd.Series) -> dict:
     return {"name": str(r.model), "architecture": arch}
 
 
+def _training(text: str) -> dict:
+    """The setup's family-specific training keys, ``"expert_imbalance=1.0;mtp_layers=0"``."""
+    out: dict = {}
+    for item in filter(None, (x.strip() for x in text.split(";"))):
+        k, _, v = item.partition("=")
+        out[k.strip()] = int(v) if k.strip() == "mtp_layers" else float(v)
+    return out
+
+
 def _cluster(st: pd.Series, n: int) -> Cluster:
     dpn = int(st.devices_per_node)
     group = {"device": st.device, "nodes": max(1, n // dpn), "devices_per_node": min(dpn, n),
@@ -99,8 +108,14 @@ def _cluster(st: pd.Series, n: int) -> Cluster:
     return cluster_from_dict({"name": f"{st.device}-{n}", "groups": [group]})
 
 
-def load_runs() -> tuple[list[Run], list[tuple[str, str, str]], int]:
-    """Expressible runs, (row_id, source_id, reason) for the rows that are not, and the count of rows in the file."""
+FAMILY_NOTE = {"moe-transformer": "mixture-of-experts family (moe-transformer): reported in the MoE accuracy table"}
+
+
+def load_runs(families: tuple = ("dense-transformer",)) -> tuple[list[Run], list[tuple[str, str, str]], int]:
+    """Expressible runs of the given workload families, (row_id, source_id, reason) for the rows that are not (or
+    belong to another family), and the count of rows in the file."""
+    from parplan.workloads.registry import family_of
+
     pub = pd.read_csv(DATA / "published_training_runs.csv").set_index("row_id")
     setup = pd.read_csv(DATA / "accuracy_setup.csv", dtype=str, keep_default_na=False)
     missing = set(pub.index) - set(setup.row_id)
@@ -113,7 +128,7 @@ def load_runs() -> tuple[list[Run], list[tuple[str, str, str]], int]:
             skipped.append((st.row_id, r.source_id, st.assumptions))
             continue
         overrides = {"seq_len": int(r.seq_len), "global_batch": int(r.global_batch_seqs), "precision": st.precision,
-                     "attention": st.attention, "framework": st.framework}
+                     "attention": st.attention, "framework": st.framework, **_training(st.training)}
         ref = {"inline-gpt": lambda: _inline_gpt(r), "inline": lambda: _inline(r, st)}.get(st.workload)
         try:
             workload = load_workload(ref() if ref else st.workload, **overrides)
@@ -122,6 +137,10 @@ def load_runs() -> tuple[list[Run], list[tuple[str, str, str]], int]:
             given = parse_partial(st.plan, n)
         except SpecError as err:
             skipped.append((st.row_id, r.source_id, f"not expressible: {err}"))
+            continue
+        fam = family_of(workload.model).name
+        if fam not in families:
+            skipped.append((st.row_id, r.source_id, FAMILY_NOTE.get(fam, f"{fam} family: reported in its own table")))
             continue
         runs.append(Run(row_id=st.row_id, source_id=r.source_id, model=str(r.model), workload=workload,
                         cluster=cluster, plan_text=st.plan, given=given,

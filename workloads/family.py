@@ -22,3 +22,4 @@ class FamilyInfo:
     model: str  # module path of the family's cost model, e.g. "parplan.models.training"
     space: str  # module path of its search space, e.g. "parplan.planner.spaces.dense"
     executor: str  # module path of its executor schedule, e.g. "parplan.executor.dense"
+    training_keys: tuple = ()  # family-specific training keys it reads (others are errors on its workloads)

@@ -25,6 +25,9 @@ class TrainingEntry(_Strict):
     optimizer: Literal["adam", "adamw", "sgd"] = "adam"
     attention: Literal["flash", "materialized"] = "flash"
     framework: Optional[str] = None  # a catalogs/frameworks id (checked against the catalog); default megatron-core
+    # family-specific keys (a family lists the ones it reads in FamilyInfo.training_keys)
+    expert_imbalance: Optional[float] = Field(default=None, ge=1.0, le=64.0, strict=False)  # max/mean tokens per EP rank
+    mtp_layers: Optional[int] = Field(default=None, ge=0, le=16)  # multi-token-prediction modules trained (0 = off)
 
 
 class WorkloadFile(_Strict):
@@ -105,7 +108,9 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
                 fields[k] = getattr(src, k)
     for k, v in overrides.items():
         if v is not None:
-            if isinstance(v, int) and not isinstance(v, bool) and v <= 0:
+            if k in _RANGES:
+                v = _in_range(k, v, file)
+            elif isinstance(v, int) and not isinstance(v, bool) and v <= 0:
                 raise SpecError(f"must be > 0, got {v}", key=f"training.{k}", file=file)
             fields[k] = v
     for k in ("seq_len", "global_batch"):
@@ -116,7 +121,33 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
     return TrainingJob(seq_len=fields["seq_len"], global_batch=fields["global_batch"],
                        precision=fields.get("precision", "bf16"), optimizer=fields.get("optimizer", "adam"),
                        attention=fields.get("attention", "flash"),
-                       framework=fields.get("framework") or DEFAULT_FRAMEWORK)
+                       framework=fields.get("framework") or DEFAULT_FRAMEWORK,
+                       expert_imbalance=fields.get("expert_imbalance"), mtp_layers=fields.get("mtp_layers"))
+
+
+# range of the family-specific training keys given as overrides (the file schema checks the same)
+_RANGES = {"expert_imbalance": (float, 1.0, 64.0), "mtp_layers": (int, 0, 16)}
+
+
+def _in_range(k: str, v: Any, file: str | None):
+    kind, lo, hi = _RANGES[k]
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (kind is float or float(v).is_integer())
+    if not ok or not (lo <= v <= hi):
+        raise SpecError(f"bad value {v!r}: must be {'a number' if kind is float else 'a whole number'} from {lo:g} "
+                        f"to {hi:g}", key=f"training.{k}", file=file)
+    return kind(v)
+
+
+def check_family_keys(spec, job: TrainingJob, file: str | None) -> None:
+    """A family-specific training key on a workload of another family is an error (never silently ignored)."""
+    from parplan.workloads.registry import family_names, family_info, family_of
+
+    fam = family_of(spec)
+    for k in _RANGES:
+        if getattr(job, k, None) is not None and k not in fam.training_keys:
+            takers = [n for n in family_names() if k in family_info(n).training_keys]
+            raise SpecError(f"{k} applies to {' / '.join(takers) or 'no'} workloads; {spec.name} is {fam.name}",
+                            key=f"training.{k}", file=file, hint="remove the key")
 
 
 def workload_from_dict(data: Any, file: str | None = None, base_dir: Path | None = None,
@@ -155,15 +186,16 @@ def _workload_from_dict(data: Any, file: str | None, base_dir: Path | None, **ov
             hf_path = base_dir / hf_path
         spec = load_hf_config(hf_path, name=wf.name)
     name = wf.name or spec.name
-    return Workload(name=name, model=spec, training=_job(base_training, wf.training, file, overrides),
-                    source_file=file)
+    job = _job(base_training, wf.training, file, overrides)
+    check_family_keys(spec, job, file)
+    return Workload(name=name, model=spec, training=job, source_file=file)
 
 
 def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Workload:
     """A workload from a YAML file, a Hugging Face ``config.json``, a catalog id, or a parsed mapping.
 
-    ``overrides`` (``seq_len``, ``global_batch``, ``precision``, ``optimizer``, ``framework``) replace the file's
-    training keys.
+    ``overrides`` (``seq_len``, ``global_batch``, ``precision``, ``optimizer``, ``framework``, and the MoE keys
+    ``expert_imbalance`` / ``mtp_layers``) replace the file's training keys.
     """
     if isinstance(ref, Workload):
         changes = {k: v for k, v in overrides.items() if v is not None}
@@ -171,7 +203,10 @@ def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Work
             from parplan.models.framework import check_framework_id
 
             check_framework_id(changes["framework"], key="training.framework")
-        return ref.with_training(**changes) if changes else ref
+        changes = {k: (_in_range(k, v, None) if k in _RANGES else v) for k, v in changes.items()}
+        out = ref.with_training(**changes) if changes else ref
+        check_family_keys(out.model, out.training, None)
+        return out
     if isinstance(ref, dict):
         return workload_from_dict(ref, None, None, **overrides)
     ref_s = str(ref)
@@ -180,7 +215,9 @@ def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Work
         from parplan.workloads.hf import load_hf_config
 
         spec = load_hf_config(path)
-        return Workload(name=spec.name, model=spec, training=_job(None, None, ref_s, overrides), source_file=ref_s)
+        job = _job(None, None, ref_s, overrides)
+        check_family_keys(spec, job, ref_s)
+        return Workload(name=spec.name, model=spec, training=job, source_file=ref_s)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return workload_from_dict(load_yaml_file(path), ref_s, path.parent, **overrides)
     files = entries("workloads")

@@ -172,6 +172,10 @@ class TrainingJob:
     attention: str = "flash"
     # the training framework (a catalogs/frameworks id): which overlaps and fusions apply and which plans exist
     framework: str = "megatron-core"
+    # mixture-of-experts only (None = the family's default): expert load imbalance, max/mean tokens per EP rank
+    # (1.0 = forced balancing, as benchmark runs do), and the multi-token-prediction modules trained
+    expert_imbalance: float | None = None
+    mtp_layers: int | None = None
 
     @property
     def tokens_per_step(self) -> int:

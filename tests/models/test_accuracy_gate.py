@@ -44,3 +44,32 @@ def test_loso_targets(loso):
     s, _ = loso
     assert s["balanced_mape_pct"] <= TARGET_BALANCED_MAPE_PCT, s
     assert s["max_source_mape_pct"] <= TARGET_MAX_SOURCE_MAPE_PCT, s
+
+
+# --- mixture-of-experts rows (the moe-transformer family), the same method -------------------------------------
+REGRESSION_MOE_BALANCED_PCT = 38.8  # today's 38.3 %, rounded up by 0.5 point
+
+
+@pytest.fixture(scope="module")
+def moe():
+    from accuracy import moe_accuracy
+
+    runs, left_out, table = moe_accuracy(framework_terms() != FrameworkTerms())
+    return runs, left_out, summarize(table)
+
+
+def test_every_published_moe_row_is_expressed(moe):
+    runs, left_out, _ = moe
+    assert len(runs) == 9 and not left_out, left_out
+
+
+def test_moe_no_regression(moe):
+    assert moe[2]["balanced_mape_pct"] <= REGRESSION_MOE_BALANCED_PCT, moe[2]
+
+
+@pytest.mark.xfail(strict=True, reason="MoE target not met: 38.3 % source-balanced (one source, S08); small "
+                                       "fine-grained MoE (Qwen3-30B-A3B, gpt-oss-120b) predicted 29-76 % fast")
+def test_moe_target(moe):
+    from accuracy import TARGET_MOE_BALANCED_MAPE_PCT
+
+    assert moe[2]["balanced_mape_pct"] <= TARGET_MOE_BALANCED_MAPE_PCT, moe[2]
