@@ -49,6 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     if not keep:
         terms = FrameworkTerms()
     bands = intervals(table)
+    # families with rows of their own get their own band (the same LOSO method; the MoE rows: benchmarks/accuracy.py)
+    from accuracy import moe_accuracy
+
+    moe_runs, _, moe_table = moe_accuracy(keep)
+    if moe_table is not None and len(moe_table) >= 8:
+        ratio = moe_table.measured_s / moe_table.predicted_s
+        bands["families"] = {"moe-transformer": {"low": round(min(float(ratio.quantile(0.1)), 1.0), 3),
+                                                 "high": round(max(float(ratio.quantile(0.9)), 1.0), 3),
+                                                 "rows": int(len(moe_table))}}
     doc = {}
     for name in TERM_NAMES:
         doc[name] = round(float(getattr(terms, name)), 9)
@@ -57,12 +66,14 @@ def main(argv: list[str] | None = None) -> int:
                         "benchmarks/data/published_training_runs.csv (source-balanced mean |log error|); "
                         + (f"kept: LOSO {m_fit:.1f} % vs {m_zero:.1f} % without terms" if keep else
                            f"not applied: fitted terms gave LOSO {m_fit:.1f} % vs {m_zero:.1f} % without them"))
-    bands["source"] = (f"benchmarks/calibrate.py: leave-one-source-out predictions of {len(table)} rows; "
-                       "10th/90th percentiles of measured/predicted")
+    bands["source"] = (f"benchmarks/calibrate.py: leave-one-source-out predictions of {len(table)} dense rows "
+                       "(and of each family's own rows); 10th/90th percentiles of measured/predicted")
     for name in TERM_NAMES:
         print(f"{name:22s} = {getattr(terms, name):.6g}")
     for cls in ("calibrated", "derived", "defaults"):
         print(f"interval {cls:10s}: ×{bands[cls]['low']:.3f} … ×{bands[cls]['high']:.3f} ({bands[cls]['rows']} rows)")
+    for fam, b in bands.get("families", {}).items():
+        print(f"interval {fam}: ×{b['low']:.3f} … ×{b['high']:.3f} ({b['rows']} rows)")
     if not args.dry_run:
         head = "# The global framework terms (see models/primitives/framework_terms.py); written by benchmarks/calibrate.py.\n"
         (CAL / "framework_terms.yaml").write_text(head + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

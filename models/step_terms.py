@@ -54,6 +54,7 @@ class LayerMix:
     edp: object = 1.0  # ranks of the expert-data-parallel group (expert gradients are reduced over it)
     edp_per_node: object = 1.0  # of them in one scale-up domain
     layer_counts: tuple = ()  # layers of each kind in the whole model (default: every layer is kinds[0])
+    interval_family: str | None = None  # a family with its own 80 % band (catalogs/calibration/intervals.yaml)
     output_heads: float = 1.0  # output projections + losses on the last stage (1 + DeepSeek-V3's MTP modules)
     memory_extra: object = None  # f(shape, experts_first, experts_last, counts_first, counts_last, w_b) -> dict
 
@@ -317,7 +318,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         "op_optimizer_s": optimizer, "layers_mid_stage": n_mid_max, "pipeline_s": t_pipe,
         "op_dp_interference_s": dp_intf,
     }
-    lo, hi = interval_factors(hw.eff.provenance_class)
+    lo, hi = interval_factors(hw.eff.provenance_class, mix.interval_family)
     out = {**ops, **mem,
            "step_time_s": step,
            "step_time_low_s": step * lo,

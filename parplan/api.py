@@ -30,13 +30,14 @@ def estimate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, **traini
 
     ``workload``/``cluster``: a YAML path, a catalog id, a parsed mapping or the loaded object.
     ``plan``: ``"tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"`` (dp derived), a dict, or a ``Plan``.  A
-    partial plan (``"tp=8,pp=16"``) gets the knobs it leaves out (mbs, vpp, zero, recompute, sp, reshard) chosen
+    partial plan (``"tp=8,pp=16"``) gets the knobs it leaves out (mbs, vpp, zero, recompute, sp, reshard; ep and
+    etp for mixture-of-experts workloads) chosen
     as the fastest fitting choice the workload's framework can launch; they are reported in ``Estimate.chosen``.
     ``training_overrides``: ``seq_len``, ``global_batch``, ``precision``, ``optimizer``, ``framework``.
     """
     w = load_workload(workload, **training_overrides)
     c = load_cluster(cluster)
-    partial = _partial(plan, c)
+    partial = _partial(plan, c, w)
     if partial is None:
         return estimate_plan(w, c, _plan(plan, c.n_devices))
     from parplan.planner.complete import complete_plan
@@ -45,20 +46,20 @@ def estimate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, **traini
     return replace(est, chosen=chosen)
 
 
-def _partial(plan: PlanRef, c: Cluster) -> dict | None:
+def _partial(plan: PlanRef, c: Cluster, w: Workload) -> dict | None:
     """The pinned values of a partial plan (knobs left out are chosen: fastest that fits, launchable by the
     framework), or None for a ``Plan``, a complete plan, or a multi-group cluster (a plan file's business)."""
     if isinstance(plan, Plan) or not c.is_homogeneous:
         return None
-    from parplan.planner.complete import CHOSEN_KNOBS, parse_partial
+    from parplan.planner.complete import chosen_knobs, parse_partial
 
     values = parse_partial(plan, c.n_devices)
-    return None if all(k in values for k in CHOSEN_KNOBS if k != "reshard") else values
+    return None if all(k in values for k in chosen_knobs(w) if k != "reshard") else values
 
 
 def _complete(w: Workload, c: Cluster, plan: PlanRef) -> Plan:
     """The plan itself, or a partial plan's completion (as ``estimate`` chooses it)."""
-    partial = _partial(plan, c)
+    partial = _partial(plan, c, w)
     if partial is None:
         return _plan(plan, c.n_devices)
     from parplan.planner.complete import complete_plan

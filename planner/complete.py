@@ -22,6 +22,12 @@ from parplan.models.families import cost_model
 from parplan.workloads.transformer import Workload
 
 CHOSEN_KNOBS = ("mbs", "vpp", "zero", "recompute", "sp", "reshard")
+
+
+def chosen_knobs(workload) -> tuple:
+    """The knobs a partial plan may leave out: the shared ones and the family's own (``EXTRA_KNOBS`` of its cost
+    model, e.g. the MoE family's ep and etp)."""
+    return tuple(getattr(cost_model(workload), "EXTRA_KNOBS", ())) + CHOSEN_KNOBS
 MAX_COMPLETION_MBS = 64
 MAX_COMPLETION_VPP = 16
 
@@ -48,6 +54,11 @@ def _options(knob: str, base: dict, workload: Workload, dp: int, fw) -> list:
         return {"always-with-tp": [True], "none": [False]}.get(fw.sp, [True, False])
     if knob == "reshard":
         return [True, False] if fw.reshard_after_forward_optional else [True]
+    if knob == "ep":  # divisors of the experts (validate_plan applies the folding rule)
+        E = int(mdl.experts)
+        return [d for d in range(1, E + 1) if E % d == 0] if getattr(fw, "ep", True) else [1]
+    if knob == "etp":
+        return [t for t in (1, 2, 4, 8) if t == 1 or getattr(fw, "etp", False)]
     raise KeyError(knob)
 
 
@@ -71,7 +82,7 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
                         hint="give a heterogeneous plan with --plan-file, or let `parplan suggest` plan it")
     degrees = make_plan({k: v for k, v in given.items() if k in ("dp", "tp", "pp", "cp", "ep")}, n)
     base = {**{k: getattr(degrees, k) for k in ("dp", "tp", "pp", "cp", "ep")}, **given}
-    free = [k for k in CHOSEN_KNOBS if k not in given]
+    free = [k for k in chosen_knobs(workload) if k not in given]
     if base.get("zero", 3) != 3 and "reshard" in free:
         free.remove("reshard")
     grids = [_options(k, base, workload, degrees.dp, fw) for k in free]

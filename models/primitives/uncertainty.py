@@ -21,6 +21,8 @@ class _IntervalsFile(BaseModel):
     calibrated: _Band
     derived: _Band
     defaults: _Band
+    # a family whose published rows give their own band (its residuals differ from the dense rows')
+    families: dict[str, _Band] = Field(default_factory=dict)
     source: str
 
 
@@ -29,7 +31,9 @@ def _intervals() -> _IntervalsFile:
     return load_calibration("intervals.yaml", _IntervalsFile)
 
 
-def interval_factors(provenance_class: str) -> tuple[float, float]:
-    """(low, high) multipliers of the predicted step time covering 80 % of cross-validated outcomes."""
-    band = getattr(_intervals(), provenance_class, _intervals().defaults)
+def interval_factors(provenance_class: str, family: str | None = None) -> tuple[float, float]:
+    """(low, high) multipliers of the predicted step time covering 80 % of cross-validated outcomes: the family's
+    own band where its rows gave one, else the provenance class's."""
+    f = _intervals().families.get(family) if family else None
+    band = f or getattr(_intervals(), provenance_class, _intervals().defaults)
     return band.low, band.high
