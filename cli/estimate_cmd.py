@@ -106,13 +106,13 @@ def register(app: typer.Typer) -> None:
         if plan_file is not None:
             from parplan.cli.hetero_out import frame_to_csv, render_hetero_estimate, result_row
             from parplan.hardware.catalog import load_cluster
-            from parplan.models.hetero import evaluate_hetero
+            from parplan.models.families import hetero_model
             from parplan.models.hetero_planfile import load_plan_file
             from parplan.workloads.loader import load_workload
 
             w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
             c = load_cluster(hw)
-            res = evaluate_hetero(w, c, load_plan_file(str(plan_file), c))
+            res = hetero_model(w).evaluate_hetero(w, c, load_plan_file(str(plan_file), c))
             if fmt == Format.json:
                 emit(to_json({"workload": w.name, "cluster": c.name, **res.to_dict(c)}), output)
             elif fmt == Format.csv:

@@ -181,11 +181,12 @@ def register(app: typer.Typer) -> None:
                 raise SpecError(f"{', '.join(given)} not supported on a multi-group cluster ({len(c.groups)} device "
                                 "groups)", key=given[0], hint="the heterogeneous planner maximizes throughput")
             from parplan.cli.hetero_out import frame_to_csv, hetero_frame, hetero_json, render_hetero
-            from parplan.planner.hetero import plan_hetero
+            from parplan.planner.spaces import hetero_planner
 
+            planner = hetero_planner(w)
             bar = LazyProgress(not quiet, "planning")
             try:
-                hp = plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
+                hp = planner.plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
                                  mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs), progress=bar)
             finally:
                 bar.close()

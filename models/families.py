@@ -20,3 +20,15 @@ def family_name(workload) -> str:
     from parplan.workloads.registry import family_of
 
     return family_of(getattr(workload, "model", workload)).name
+
+
+def hetero_model(workload) -> ModuleType:
+    """The family's model of plans over several device groups (``evaluate_hetero``), or a clear error."""
+    from parplan.errors import SpecError
+    from parplan.workloads.registry import family_of
+
+    fam = family_of(getattr(workload, "model", workload))
+    if not fam.hetero_model:
+        raise SpecError(f"{fam.name} workloads have no heterogeneous (multi-group) model yet", key="groups",
+                        hint="use a cluster with one device group")
+    return importlib.import_module(fam.hetero_model)

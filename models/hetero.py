@@ -295,6 +295,9 @@ def _ring_link(cluster: Cluster, places: list) -> tuple[float, float]:
 
 def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, validate: bool = True) -> HeteroResult:
     """Price one heterogeneous plan (step time, per-pipeline times, chunked sync, memory per stage)."""
+    from parplan.models.families import hetero_model
+
+    hetero_model(workload)  # only families with a heterogeneous model (this one prices dense layers)
     if validate:
         validate_hetero(workload, cluster, plan)
     job, mdl = workload.training, workload.model

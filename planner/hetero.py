@@ -535,6 +535,9 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
 
     ``zero_options`` defaults to ZeRO-1 (optimizer states sharded among the owners of each chunk): the chunked
     all-reduce costs the same either way, so zero=1 is never slower and always smaller."""
+    from parplan.planner.spaces import hetero_planner
+
+    hetero_planner(workload)  # only families with a heterogeneous planner (this one plans dense layers)
     t0 = time.perf_counter()
     recompute_options = recompute_options or default_recompute_options(workload)
     slv = make_solver(solver, time_limit_s)

@@ -23,3 +23,6 @@ class FamilyInfo:
     space: str  # module path of its search space, e.g. "parplan.planner.spaces.dense"
     executor: str  # module path of its executor schedule, e.g. "parplan.executor.dense"
     training_keys: tuple = ()  # family-specific training keys it reads (others are errors on its workloads)
+    # plans over several device groups (heterogeneous clusters): the cost model and the planner, "" = none yet
+    hetero_model: str = ""  # e.g. "parplan.models.hetero"
+    hetero_planner: str = ""  # e.g. "parplan.planner.hetero"

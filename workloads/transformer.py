@@ -158,6 +158,7 @@ FAMILY = FamilyInfo(
     model="parplan.models.training",
     space="parplan.planner.spaces.dense",
     executor="parplan.executor.dense",
+    hetero_model="parplan.models.hetero", hetero_planner="parplan.planner.hetero",
 )
 
 

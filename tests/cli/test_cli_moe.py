@@ -107,3 +107,10 @@ def test_unknown_moe_architecture_key_is_an_error(tmp_path):
     r = invoke("estimate", str(f), "--hw", "dgx-h100-64", "--plan", "tp=1,ep=8")
     assert r.exit_code == 2
     assert "architecture: unknown key 'expert_capacity'" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_moe_on_a_multi_group_cluster_is_a_clear_error():
+    r = invoke("suggest", "mixtral-8x7b", "--hw", "mixed-h100-a100-64", *SHAPE)
+    assert r.exit_code == 2
+    assert r.stderr == ("error: groups: moe-transformer workloads have no heterogeneous (multi-group) planner yet; "
+                        "use a cluster with one device group\n")
