@@ -132,13 +132,16 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     a2a_b = 2.0 * a2a_comb + etp_x  # dispatch-gradient and combine-gradient travel in 16-bit
     # overlap: "1f1b" (Megatron-Core --overlap-moe-expert-parallel-comm) and "dualpipe" (DeepSeek-V3 §3.2.1)
     # run one micro-batch's all-to-all under another's compute: per forward+backward pair only the excess shows
+    # (not with full recompute: Megatron-Bridge's expert-parallel-overlap guide, "avoid EP overlap when full
+    # activation recompute is enabled"; recipes pair the overlap with selective recompute)
     ov = getattr(fw, "ep_a2a_overlap", "none")
     compute_f = gemm_fwd + att.attn_fwd
     compute_b = dgrad + wgrad + att.attn_bwd
     if ov in ("1f1b", "dualpipe"):
         pair = np.maximum(0.0, a2a_f + a2a_b - (compute_f + compute_b))
         share = np.where(a2a_f + a2a_b > 0, a2a_f / np.maximum(a2a_f + a2a_b, 1e-300), 0.5)
-        ep_f, ep_b = pair * share, pair * (1.0 - share)
+        on = c.P.recompute != 2
+        ep_f, ep_b = np.where(on, pair * share, a2a_f), np.where(on, pair * (1.0 - share), a2a_b)
     else:
         ep_f, ep_b = a2a_f, a2a_b
     ep_h = (a2a_f - ep_f) + (a2a_b - ep_b)
