@@ -18,7 +18,7 @@ BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
 _OP = re.compile(r"^\s*(<=|>=|!=|==|<|>)\s*(-?\d+)\s*$")
 
 ZeroLevel = Literal[0, 1, 2, 3]
-Recompute = Literal["none", "selective", "full"]
+Recompute = Literal["none", "selective", "full", "modules"]
 Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"]
 TpOverlap = Literal["none", "wgrad", "full"]
 EpA2aOverlap = Literal["none", "1f1b", "dualpipe"]  # none | batch-level 1F1B (Megatron-Core) | DualPipe (DeepSeek-V3)

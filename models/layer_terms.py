@@ -98,6 +98,7 @@ class LayerTerms:
     ep_fwd: object = 0.0  # exposed expert-parallel all-to-all (MoE layers), forward
     ep_bwd: object = 0.0
     ep_hidden: object = 0.0
+    rc_modules: object = 0.0  # extra forward work recomputed under recompute=modules (norms, activation, MLA up)
     t_layer: float = 0.0  # host/launch gap per layer pass (global framework term)
     intf: float = 0.0  # overlap-interference coefficient (global framework term)
 
@@ -121,8 +122,10 @@ class LayerTerms:
                 + self.t_layer + self.interference)
 
     def recompute(self, rc):
-        """Recompute in the backward: selective = the attention core forward again; full = the layer forward."""
-        return np.where(rc == 2, self.fwd, np.where(rc == 1, self.attn_fwd, 0.0))
+        """Recompute in the backward: selective = the attention core forward again; full = the layer forward;
+        modules = the attention core and the fine-grained modules (norms, activation, MLA up-projections)."""
+        return np.where(rc == 2, self.fwd, np.where(rc == 1, self.attn_fwd,
+                                                    np.where(rc == 3, self.attn_fwd + self.rc_modules, 0.0)))
 
 
 @dataclass
@@ -132,6 +135,7 @@ class AttentionBlock:
     attn_bwd: np.ndarray
     attn_flops_fwd: np.ndarray
     mem_fwd: np.ndarray  # norms, residuals, dropout, rotary, fp8 casts of the attention inputs
+    rc_modules: object = 0.0  # recompute=modules: both layer norms and MLA's up-projections forward again
 
 
 def _core_flops_fwd(model, c: StepContext, window: float):
@@ -179,8 +183,13 @@ def attention_block(model, job, c: StepContext) -> AttentionBlock:
     # dropouts (r h, w h, mask 1 B) if the model uses them, rotary on q,k
     norm_res = (2 * 2 * e + 2 * 3 * e + (2 * (2 * e + 1) if model.dropout else 0.0)) * c.Tsp * h
     rope = (2 * e * T * (q + k) / tp) if model.position == "rope" else 0.0
+    # recompute=modules (Megatron-Core --recompute-modules layernorm mla_up_proj): the two norms (r h, w h each)
+    # and the column-parallel up-projections that read a compressed latent (MLA: K < h) run again in backward
+    norms = 2 * 2 * e * c.Tsp * h / c.bw_mem
+    ups = sum(c.gemm_s(T, float(K_), float(N_) / tp) for K_, N_, split in projections
+              if split == "col" and float(K_) < h)
     return AttentionBlock(gemm=(f_, d_, w_), attn_fwd=a_f, attn_bwd=a_b, attn_flops_fwd=attn_flops,
-                          mem_fwd=(norm_res + rope) / c.bw_mem)
+                          mem_fwd=(norm_res + rope) / c.bw_mem, rc_modules=norms + ups)
 
 
 def _flash(c: StepContext, hw, flops, skv, hd):
@@ -279,7 +288,8 @@ def dense_layer(model, job, c: StepContext) -> tuple[LayerTerms, AttentionBlock]
     t_layer, intf = global_terms(c.hw)
     lt = LayerTerms(gemm_fwd=gemm_fwd, dgrad=dgrad, wgrad=wgrad, attn_fwd=att.attn_fwd, attn_bwd=att.attn_bwd,
                     mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
-                    cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, t_layer=t_layer, intf=intf)
+                    cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, rc_modules=att.rc_modules, t_layer=t_layer,
+                    intf=intf)
     return lt, att
 
 

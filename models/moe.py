@@ -19,6 +19,7 @@ from parplan.models.training_memory import MEMORY_PARTS, OPTIMIZER_STATE_BYTES, 
 
 TIME_PARTS = _BASE_PARTS + ("ep_comm_exposed_s",)
 EXTRA_KNOBS = ("ep", "etp")  # a partial plan may leave them out: chosen like the shared knobs
+RECOMPUTE_MODES = ("none", "selective", "full", "modules")  # + Megatron-Core's fine-grained recompute modules
 
 
 def _linear_attention(model) -> float:
@@ -99,6 +100,7 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
     out.update({"op_moe_a2a_dispatch_s": ops["a2a_dispatch_s"], "op_moe_a2a_combine_s": ops["a2a_combine_s"],
                 "op_moe_etp_gather_s": ops["etp_gather_s"], "op_moe_a2a_bytes": ops["a2a_bytes"],
                 "op_moe_layer_fwd_s": moe_terms.fwd, "op_moe_layer_bwd_s": moe_terms.bwd,
+                "op_moe_layer_recompute_s": moe_kind.rc,
                 "op_moe_ep_fwd_exposed_s": moe_terms.ep_fwd, "op_moe_ep_bwd_exposed_s": moe_terms.ep_bwd,
                 "expert_imbalance": ms.gamma, "expert_tokens_per_device": ms.m_dev, "edp": ms.edp})
     return out
@@ -130,7 +132,9 @@ def _memory_extra(model, job, c, ms, buffer_bytes, expert_dev):
         # copy); minus the dense MLP activations the base formula counted for the layer
         moe_act = e * ms.m_dev * h + (nmat + (1 if nmat == 3 else 0)) * e * ms.m_dev * fe / ms.etp + 12.0 * ms.copies
         dense_mlp = (nmat + (1 if nmat == 3 else 0)) * e * shape.T * f / shape.tp
-        per = np.where(shape.rc == 2, 0.0, moe_act - dense_mlp)
+        # recompute=modules also drops the experts' activation output (moe_act: FC2's input is recomputed)
+        per = np.where(shape.rc == 2, 0.0, moe_act - dense_mlp
+                       - np.where(shape.rc == 3, e * ms.m_dev * fe / ms.etp, 0.0))
         inflight, penalty = inflight_factors(shape)
         n_moe_first, n_moe_last = c_first[0], c_last[0]
         buffers = buffer_bytes  # dispatch / combine receive buffers of the framework's dispatcher (moe.yaml)

@@ -149,6 +149,7 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     terms = LayerTerms(gemm_fwd=gemm_fwd, dgrad=dgrad, wgrad=wgrad, attn_fwd=att.attn_fwd, attn_bwd=att.attn_bwd,
                        mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
                        cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, ep_fwd=ep_f, ep_bwd=ep_b, ep_hidden=ep_h,
+                       rc_modules=att.rc_modules + act / c.bw_mem,  # + moe_act: the experts' activation again
                        t_layer=t_layer, intf=intf)
     ops = {"a2a_dispatch_s": a2a_disp, "a2a_combine_s": a2a_comb, "etp_gather_s": etp_x,
            "a2a_bytes": ms.copies * h * e, "a2a_fwd_s": a2a_f, "a2a_bwd_s": a2a_b, "expert_imbalance": ms.gamma,

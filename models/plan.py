@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass
 
 from parplan.errors import SpecError, did_you_mean
 
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "selective", "full", "modules")
 PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "recompute", "sp",
              "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer")
 BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
@@ -18,6 +18,10 @@ V2_DEFAULTS = {"reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0,
 class Plan:
     """Degrees (dp × tp × pp × cp = devices) and knobs of one parallel configuration.
 
+    ``recompute``: none; selective (the attention core: Korthikanti et al. 2022); full (the whole layer, only its
+    input kept); modules (Megatron-Core's fine-grained ``--recompute-granularity selective --recompute-modules
+    core_attn layernorm moe_act mla_up_proj``: the attention core, both layer norms, the experts' activation
+    function and MLA's up-projections are recomputed in backward and their outputs not kept).
     ``zero``: 0 plain data parallel, 1 distributed optimizer (optimizer states sharded), 2 + gradients,
     3 + parameters (FSDP FULL_SHARD).  ``vpp``: model chunks per device (interleaved 1F1B).
     ``reshard`` (zero=3): free the gathered parameters after forward (FSDP2 ``reshard_after_forward``; False keeps

@@ -286,7 +286,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     layers_flops = sum(n_i * kd.flops_per_token_fwd for n_i, kd in zip(Lc, K))
     attn_layers_flops = sum(n_i * kd.attn_flops_per_token_fwd for n_i, kd in zip(Lc, K))
     model_flops = 3.0 * B * s * (layers_flops + heads * 2.0 * h * V)
-    rc_flops_per_token = np.where(rc == 2, layers_flops, np.where(rc == 1, attn_layers_flops, 0.0))
+    rc_flops_per_token = np.where(rc == 2, layers_flops, np.where((rc == 1) | (rc == 3), attn_layers_flops, 0.0))
     hw_flops = model_flops + B * s * rc_flops_per_token
     n_dev = dp * tp * pp * cp
     peak_nom = hw.peak_flops_per_s

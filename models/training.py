@@ -27,6 +27,7 @@ from parplan.models.training_memory import (FRAGMENTATION_FRACTION, FRAMEWORK_RE
 from parplan.workloads.transformer import TransformerSpec, Workload
 
 _stage_layers = stage_layers  # the name the heterogeneous model and older callers use
+RECOMPUTE_MODES = ("none", "selective", "full")  # the recompute modes this family prices
 
 
 def dense_kind(model, job, c) -> LayerKind:
@@ -55,6 +56,10 @@ def validate(workload, cluster, plan) -> None:
     """Dense plans have no experts: ep = etp = 1."""
     from parplan.errors import SpecError
 
+    if plan.recompute == "modules":
+        raise SpecError("recompute=modules (Megatron-Core's fine-grained MoE/MLA recompute modules) applies to "
+                        f"mixture-of-experts workloads; {workload.name} is dense", key="plan.recompute",
+                        allowed=["none", "selective", "full"])
     for key in ("ep", "etp"):
         if getattr(plan, key) != 1:
             raise SpecError(f"{key}={getattr(plan, key)} needs a mixture-of-experts workload; {workload.name} is dense",

@@ -92,7 +92,15 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     per_layer_none = np.where(sp, repl / tp, repl) + split + np.where(cp > 1, 0.0, score)
     per_layer_sel = np.where(sp, repl / tp, repl) + split
     per_layer_full = e * np.where(sp, T / tp, T) * h  # only the layer input is kept
-    per_layer = np.select([rc == 0, rc == 1], [per_layer_none, per_layer_sel], per_layer_full)
+    # recompute=modules (Megatron-Core fine-grained): the two norm outputs (QKV and FC1 inputs) are not kept, nor,
+    # with MLA, the up-projected Q, K, V (only the compressed latents q_lora + kv_lora + rope are)
+    ln_saving = 2 * e * Tsp * h
+    mla_saving = 0.0
+    if getattr(model, "is_mla", False):
+        latent = float(model.q_lora_rank or model.hidden) + float(model.kv_lora_rank + model.qk_rope_head_dim)
+        mla_saving = np.maximum(e * T * (q + k) / tp + e * T * k / tp - e * T * latent, 0.0)
+    per_layer_mod = np.maximum(per_layer_sel - ln_saving - mla_saving, per_layer_full)
+    per_layer = np.select([rc == 0, rc == 1, rc == 3], [per_layer_none, per_layer_sel, per_layer_mod], per_layer_full)
     # in-flight micro-batches on the first stage: min(p, m) with 1F1B; interleaving adds (p−1)/(p·v) of a stage
     # (Megatron runs every forward first when m ≤ p: then m micro-batches of the whole stage are in flight)
     inflight, penalty = inflight_factors(S)

@@ -46,8 +46,8 @@ def _options(knob: str, base: dict, workload: Workload, dp: int, fw) -> list:
         return [v for v in range(1, MAX_COMPLETION_VPP + 1) if mdl.layers % (pp * v) == 0 or v == 1]
     if knob == "zero":
         return list(fw.zero)
-    if knob == "recompute":
-        return list(fw.recompute)
+    if knob == "recompute":  # what the framework launches and the family prices
+        return [r for r in fw.recompute if r in cost_model(workload).RECOMPUTE_MODES]
     if knob == "sp":
         if base.get("tp", 1) == 1:
             return [False]

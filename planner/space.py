@@ -182,7 +182,8 @@ def factorizations(workload: Workload, n_devices: int, devices_per_node: int, *,
 
 def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
                 allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS,
-                framework: str | None = None, row_axes=None, cell_rules=()) -> Space:
+                framework: str | None = None, row_axes=None, cell_rules=(),
+                recompute_levels: tuple = (0, 1, 2)) -> Space:
     """Enumerate every valid plan (see the module docstring for the rules).  ``framework`` (a catalog id) replaces
     the workload's ``training.framework`` for the launchability rule.  A family adds its own axes and rules:
     ``row_axes(cols, fix, fw, excl, rule_text) -> cols`` expands the rows (factorization × mbs × vpp) by further
@@ -251,7 +252,7 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     # zero × recompute × sp: a dense block per row (the row: factorization, mbs, vpp), masked
     nrow = cols["tp"].shape[0]
     Z = np.array(ZERO_LEVELS, dtype=np.int64).reshape(1, -1, 1, 1)
-    R = np.arange(len(RECOMPUTE), dtype=np.int64).reshape(1, 1, -1, 1)
+    R = np.array(recompute_levels, dtype=np.int64).reshape(1, 1, -1, 1)  # the family's recompute modes
     S = np.array([False, True]).reshape(1, 1, 1, -1)
     shape = (nrow, Z.size, R.size, S.size)
     alive = np.ones(shape, dtype=bool)

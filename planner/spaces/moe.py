@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from parplan.models.moe import RECOMPUTE_MODES
+from parplan.models.plan import RECOMPUTE
 from parplan.planner.space import build_space as _build
 from parplan.planner.space import divisors
 
@@ -65,4 +67,4 @@ def _sp_with_tp(cols, Z, R, S):
 def build_space(workload, n_devices: int, devices_per_node: int, **kw):
     return _build(workload, n_devices, devices_per_node, row_axes=row_axes_for(workload, devices_per_node),
                   cell_rules=[("moe_sp", "tp > 1 without sequence parallelism (required with experts)", _sp_with_tp)],
-                  **kw)
+                  recompute_levels=tuple(RECOMPUTE.index(r) for r in RECOMPUTE_MODES), **kw)

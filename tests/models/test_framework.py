@@ -222,7 +222,7 @@ def test_generic_knob_consistency():
 V2 = {"reshard": (True, False), "shard": (0, 2, 4, 8), "first_layers": (0, 0, 17), "last_layers": (0, 0, 9),
       "embed_as_layer": (False, True), "loss_as_layer": (False, True)}
 V1 = {"dp": (1, 2, 8), "tp": (1, 2, 8, 16), "pp": (1, 3, 4), "cp": (1, 2, 3), "ep": (1, 1, 2), "mbs": (1, 4),
-      "vpp": (1, 2, 5), "zero": (0, 1, 2, 3), "recompute": RECOMPUTE, "sp": (False, True)}
+      "vpp": (1, 2, 5), "zero": (0, 1, 2, 3), "recompute": ("none", "selective", "full"), "sp": (False, True)}
 
 
 def _random_plans(n: int, seed: int, v2: bool = True) -> list[Plan]:
@@ -285,3 +285,11 @@ def test_catalog_list_and_show_frameworks():
     assert yaml.safe_load(r.stdout)["supports"]["zero"] == [0, 1, 2, 3]
     r = runner.invoke(app, ["catalog", "show", "deepsped"])
     assert r.exit_code == 2 and "did you mean 'deepspeed'" in r.stderr
+
+
+@pytest.mark.parametrize("fw", IDS)
+def test_recompute_modules_only_where_the_framework_has_it(fw):
+    f = get_framework(fw)
+    p = Plan(dp=8, tp=1, pp=1, recompute="modules")
+    mask = f.plan_mask(_as_arrays([p], v2=False), n_devices_per_node=8, workload=W70)
+    assert bool(mask[0]) == ("modules" in f.recompute) == (fw in ("megatron-core", "nemo"))
