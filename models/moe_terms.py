@@ -135,10 +135,13 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     # (not with full recompute: Megatron-Bridge's expert-parallel-overlap guide, "avoid EP overlap when full
     # activation recompute is enabled"; recipes pair the overlap with selective recompute)
     ov = getattr(fw, "ep_a2a_overlap", "none")
+    # the compute that hides the all-to-all is what TP and CP communication have not already claimed (one budget
+    # of compute per layer: two overlaps cannot both hide behind the same GEMM)
     compute_f = gemm_fwd + att.attn_fwd
     compute_b = dgrad + wgrad + att.attn_bwd
+    free = np.maximum(compute_f + compute_b - tp_h - cp_h, 0.0)
     if ov in ("1f1b", "dualpipe"):
-        pair = np.maximum(0.0, a2a_f + a2a_b - (compute_f + compute_b))
+        pair = np.maximum(0.0, a2a_f + a2a_b - free)
         share = np.where(a2a_f + a2a_b > 0, a2a_f / np.maximum(a2a_f + a2a_b, 1e-300), 0.5)
         on = c.P.recompute != 2
         ep_f, ep_b = np.where(on, pair * share, a2a_f), np.where(on, pair * (1.0 - share), a2a_b)

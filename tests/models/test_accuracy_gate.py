@@ -47,7 +47,7 @@ def test_loso_targets(loso):
 
 
 # --- mixture-of-experts rows (the moe-transformer family), the same method -------------------------------------
-REGRESSION_MOE_BALANCED_PCT = 36.3  # today's 35.8 %, rounded up by 0.5 point
+REGRESSION_MOE_BALANCED_PCT = 35.9  # today's 35.4 %, rounded up by 0.5 point
 
 
 @pytest.fixture(scope="module")
