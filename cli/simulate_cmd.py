@@ -31,10 +31,7 @@ def _split_items(items: Optional[List[str]]) -> list[str]:
 
 def short_plan(plan) -> str:
     """The plan string without its default-valued keys (ep=1, cp=1, vpp=1, sp=false)."""
-    text = plan.to_string()
-    for default in (",ep=1", ",cp=1", ",vpp=1", ",sp=false"):
-        text = text.replace(default, "")
-    return text
+    return ",".join(kv for kv in plan.to_string().split(",") if kv not in ("ep=1", "cp=1", "vpp=1", "sp=false"))
 
 
 def render_simulation(s) -> str:
@@ -55,55 +52,82 @@ def render_simulation(s) -> str:
                                                       if s.analytical else ""))
         head.add_row("peak activations", f"{gib(max(s.peak_activation_bytes))} GiB (stage "
                                          f"{max(range(s.pp), key=lambda i: s.peak_activation_bytes[i])})")
+        if s.has_a2a:
+            head.add_row("all-to-all", _a2a_summary(s))
         head.add_row("events", f"{s.totals['ops']} ops, {s.totals['engine_events']} engine events")
         if any(d.slowdown != 1.0 for d in s.devices):
             head.add_row("note", "stragglers: the analytical estimate assumes identical devices")
         for n in s.notes:
             head.add_row("note", n)
         con.print(head)
+        a2a = s.has_a2a
         t = Table(title="per device (seconds of the step)")
-        for col in ("device", "compute", "recompute", "tp comm", "p2p", "bubble", "dp exposed", "optimizer", "busy",
-                    "idle", "peak act GiB", "slowdown"):
+        for col in ("device", "compute", "recompute", "tp comm", "p2p", *(("a2a exposed",) if a2a else ()), "bubble",
+                    "dp exposed", "optimizer", "busy", "idle", "peak act GiB", "slowdown"):
             t.add_column(col, justify="left" if col == "device" else "right")
         for d in s.devices:
-            t.add_row(d.name, *(f"{x:.4f}" for x in (d.compute_s, d.recompute_s, d.tp_comm_s, d.pp_p2p_s, d.bubble_s,
-                                                      d.dp_comm_exposed_s, d.optimizer_s, d.busy_s, d.idle_s)),
-                      gib(d.peak_activation_bytes), f"{d.slowdown:g}")
+            vals = (d.compute_s, d.recompute_s, d.tp_comm_s, d.pp_p2p_s, *((d.ep_a2a_s,) if a2a else ()), d.bubble_s,
+                    d.dp_comm_exposed_s, d.optimizer_s, d.busy_s, d.idle_s)
+            t.add_row(d.name, *(f"{x:.4f}" for x in vals), gib(d.peak_activation_bytes), f"{d.slowdown:g}")
         con.print(t)
         used = [lk for lk in s.links if lk.transfers]
         if used:
             lt = Table(title="links")
-            for col in ("link", "transfers", "busy s", "work s", "max concurrent"):
+            for col in ("link", "transfers", "busy s", "work s", *(("all-to-all s",) if a2a else ()), "max concurrent"):
                 lt.add_column(col, justify="left" if col == "link" else "right")
             for lk in used:
-                lt.add_row(lk.name, str(lk.transfers), f"{lk.busy_s:.4f}", f"{lk.work_s:.4f}", str(lk.max_concurrent))
+                lt.add_row(lk.name, str(lk.transfers), f"{lk.busy_s:.4f}", f"{lk.work_s:.4f}",
+                           *((f"{lk.a2a_work_s:.4f}",) if a2a else ()), str(lk.max_concurrent))
             con.print(lt)
     return cap.get()
+
+
+def _a2a_summary(s) -> str:
+    """The expert-parallel all-to-all of an MoE plan: what the critical device waits for, the link work, γ."""
+    t = s.totals
+    ep = s.exposed_comm_s["ep"]
+    share = ep / s.step_time_s if s.step_time_s > 0 else 0.0
+    replay = t.get("ep_a2a_recompute_s", 0.0)
+    text = f"exposed {human_s(ep)} on the critical device ({100 * share:.1f} % of the step"
+    text += f"; {human_s(replay)} of it replayed by full recompute)" if replay > 0 else ")"
+    a = s.analytical.get("ep_comm_exposed_s")
+    if a is not None:
+        text += f", analytical {human_s(a)}"
+    text += (f"; {t['a2a_ops']} transfers, link work exposed {t['a2a_exposed_work_s']:.4f} s + hidden "
+             f"{t['a2a_hidden_work_s']:.4f} s; expert imbalance γ = {t['expert_imbalance']:.3f}")
+    return text
 
 
 def _device_rows(s) -> list[dict]:
     rows = []
     for d in s.devices:
-        rows.append({"device": d.name, "replica": d.replica, "stage": d.stage, "step_time_s": s.step_time_s,
-                     "compute_s": d.compute_s, "recompute_s": d.recompute_s, "tp_comm_s": d.tp_comm_s,
-                     "pp_p2p_s": d.pp_p2p_s, "bubble_s": d.bubble_s, "dp_comm_exposed_s": d.dp_comm_exposed_s,
-                     "optimizer_s": d.optimizer_s, "busy_s": d.busy_s, "idle_s": d.idle_s,
-                     "peak_activation_bytes": d.peak_activation_bytes, "slowdown": d.slowdown})
+        row = {"device": d.name, "replica": d.replica, "stage": d.stage, "step_time_s": s.step_time_s,
+               "compute_s": d.compute_s, "recompute_s": d.recompute_s, "tp_comm_s": d.tp_comm_s,
+               "pp_p2p_s": d.pp_p2p_s, "bubble_s": d.bubble_s, "dp_comm_exposed_s": d.dp_comm_exposed_s,
+               "optimizer_s": d.optimizer_s, "busy_s": d.busy_s, "idle_s": d.idle_s,
+               "peak_activation_bytes": d.peak_activation_bytes, "slowdown": d.slowdown}
+        if s.has_a2a:
+            row["ep_a2a_s"] = d.ep_a2a_s
+        rows.append(row)
     return rows
 
 
 def render_agreement(rows, tolerance: float, title: str) -> str:
     con = out_console(width=160)
+    a2a = any(getattr(a, "has_a2a", False) for a in rows)
     with con.capture() as cap:
         t = Table(title=title)
         for col in ("plan", "analytical step", "simulated step", "diff", "analytical mem GiB", "simulated mem GiB",
-                    "diff", "status"):
-            t.add_column(col, justify="left" if col in ("plan", "status") else "right", no_wrap=col == "plan")
+                    "diff", *(("a2a exposed (an. / sim.)",) if a2a else ()), "status"):
+            t.add_column(col, justify="left" if col in ("plan", "status") else "right",
+                         no_wrap=col in ("plan", "a2a exposed (an. / sim.)"))
         for a in rows:
             ok = a.ok(tolerance)
+            ep = (f"{human_s(a.analytical_ep_exposed_s)} / {human_s(a.simulated_ep_exposed_s)}" if a.has_a2a
+                  else "-",) if a2a else ()
             t.add_row(short_plan(a.plan), human_s(a.analytical_step_s),
                       human_s(a.simulated_step_s), f"{100 * a.step_diff:+.2f} %", gib(a.analytical_memory_bytes),
-                      gib(a.simulated_memory_bytes), f"{100 * a.memory_diff:+.2f} %", "ok" if ok else "DIFFERS",
+                      gib(a.simulated_memory_bytes), f"{100 * a.memory_diff:+.2f} %", *ep, "ok" if ok else "DIFFERS",
                       style=None if ok else "bold")
         con.print(t)
         bad = sum(not a.ok(tolerance) for a in rows)

@@ -2,10 +2,12 @@
 
 ``simulate_plan`` (a plan on a workload and cluster, costs from the analytical model), ``simulate_costs``
 (hand-made ``PipelineCosts``), ``Schedule`` (the result), ``chrome_trace`` / ``write_chrome_trace``,
-``compare_plan`` (analytical vs simulated).  See ``simulate`` for what is simulated and the symmetry argument.
+``compare_plan`` (analytical vs simulated), ``model_costs`` (a plan's per-op costs from its workload family's
+executor module).  See ``simulate`` for what is simulated and the symmetry argument.
 """
 from parplan.executor.agreement import Agreement, agreement, compare_plan
-from parplan.executor.costs import PipelineCosts, model_costs
+from parplan.executor.costs import PipelineCosts
+from parplan.executor.families import model_costs
 from parplan.executor.schedules import SCHEDULES, default_schedule
 from parplan.executor.simulate import Event, Schedule, parse_slowdowns, simulate_costs, simulate_plan
 from parplan.executor.trace import chrome_trace, write_chrome_trace

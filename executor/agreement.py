@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from parplan.executor.simulate import Schedule, simulate_plan
+from parplan.executor.results import Schedule
+from parplan.executor.simulate import simulate_plan
 from parplan.models.plan import Plan
 from parplan.models.training import FRAGMENTATION_FRACTION
 
@@ -30,6 +31,17 @@ class Agreement:
     analytical_dp_exposed_s: float
     simulated_dp_exposed_s: float
     fits: bool
+    # MoE plans with an all-to-all: the exposed all-to-all of the critical stage per step (the simulated one
+    # without full recompute's replay, which the model books as recompute)
+    analytical_ep_exposed_s: float = 0.0
+    simulated_ep_exposed_s: float = 0.0
+    has_a2a: bool = False
+    simulated_ep_wait_s: float = 0.0  # the critical device's wait for the exposed all-to-all, replay included
+
+    @property
+    def simulated_ep_share(self) -> float:
+        """Share of the simulated step the critical device waits for the exposed all-to-all."""
+        return self.simulated_ep_wait_s / self.simulated_step_s if self.simulated_step_s > 0 else 0.0
 
     @property
     def step_diff(self) -> float:
@@ -50,7 +62,9 @@ class Agreement:
                 "simulated_memory_bytes": self.simulated_memory_bytes, "memory_diff": self.memory_diff,
                 "analytical_bubble_s": self.analytical_bubble_s, "simulated_bubble_s": self.simulated_bubble_s,
                 "analytical_dp_exposed_s": self.analytical_dp_exposed_s,
-                "simulated_dp_exposed_s": self.simulated_dp_exposed_s, "fits": self.fits}
+                "simulated_dp_exposed_s": self.simulated_dp_exposed_s, "fits": self.fits,
+                **({"analytical_ep_exposed_s": self.analytical_ep_exposed_s,
+                    "simulated_ep_exposed_s": self.simulated_ep_exposed_s} if self.has_a2a else {})}
 
 
 def simulated_memory_peak(sched: Schedule) -> float:
@@ -68,7 +82,11 @@ def agreement(sched: Schedule) -> Agreement:
                      simulated_step_s=sched.step_time_s, analytical_memory_bytes=a["memory_peak_bytes"],
                      simulated_memory_bytes=simulated_memory_peak(sched), analytical_bubble_s=a["pipeline_bubble_s"],
                      simulated_bubble_s=sched.bubble_s, analytical_dp_exposed_s=a["dp_comm_exposed_s"],
-                     simulated_dp_exposed_s=sched.exposed_comm_s["dp"], fits=bool(a["fits"]))
+                     simulated_dp_exposed_s=sched.exposed_comm_s["dp"], fits=bool(a["fits"]),
+                     analytical_ep_exposed_s=float(a.get("ep_comm_exposed_s", 0.0)),
+                     simulated_ep_exposed_s=sched.exposed_comm_s.get("ep", 0.0)
+                     - float(sched.totals.get("ep_a2a_recompute_s", 0.0)), has_a2a=sched.has_a2a,
+                     simulated_ep_wait_s=sched.exposed_comm_s.get("ep", 0.0))
 
 
 def compare_plan(workload, cluster, plan: Plan, eff=None) -> Agreement:

@@ -2,38 +2,20 @@
 
 ``PipelineCosts`` holds, per *virtual stage* k = c·pp + s (model chunk c on pipeline device s; k = s when vpp = 1),
 the cost of one micro-batch's forward and backward on one device, the activation bytes it keeps, the size of its
-data-parallel collectives, and the p2p transfer between stages.  ``model_costs`` fills it from
-``models.training.evaluate`` — the executor never re-derives FLOPs, bytes or memory formulas.  Where it needs a
-finer cost than the model exposes, it divides exposed costs, as documented on each field:
-
-* per virtual stage compute: ``n_k · op_layer_*`` (+ ``op_emb_*`` on the first, ``op_out_*`` on the last), with
-  n_k from the model's uneven layer rule (``layers_first_stage`` … reproduced exactly and checked);
-* per-layer parts (gradient buckets, ZeRO-3 prefetch, per-layer backward chunks): the virtual stage's cost
-  divided evenly by its layer count;
-* data-parallel collectives of a middle stage or a model chunk: the model prices the first and the last stage
-  (``op_dp_*_first/last``); the other stages' collective time is the first stage's scaled by their share of its
-  gradient bytes.  The per-layer gradient bytes come from differencing ``op_dp_grad_bytes_first`` of the plan and
-  of a sibling plan with another ``pp`` (same model, other layer count on the first stage);
-* the working set of full recompute (a layer's activations while it is recomputed) is the model's
-  ``op_activation_bytes_per_layer`` of the sibling plan with ``recompute=selective``;
-* ZB-H1's split of a backward into input-gradient B and weight-gradient W: W = half of the backward without
-  recompute (the data- and weight-gradient GEMMs have the same size; the model prices them as 2× forward).
+data-parallel collectives, the p2p transfer between stages and, where the model has MoE layers, the layer pattern
+and the expert-parallel all-to-all of every MoE layer.  Each model family's executor module (reached through
+``executor.families``) fills it from its cost model — the executor never re-derives FLOPs, bytes or memory
+formulas.  Where it needs a finer cost than the model exposes, it divides
+exposed costs, as documented in the family modules.  Shared here: the layer split over virtual stages (the
+model's rules, incl. the uneven-split knobs) and the split of the data-parallel collectives by gradient bytes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
-import numpy as np
-
-from parplan.hardware.types import Cluster
-from parplan.models.efficiency import Efficiency, efficiency_for
-from parplan.models.plan import Plan
-from parplan.models.training import PlanArrays, evaluate_workload
-from parplan.workloads.transformer import Workload
+from dataclasses import dataclass, field
 
 # Activation buffers per micro-batch that are not per layer (embedding output on the first stage; final-norm input
-# and fp32 logits on the last).  The analytical model charges them in its activation total but does not expose
-# them per op yet; when it does under these keys, the executor allocates them too.
+# and fp32 logits on the last).  The analytical model charges them in its activation total; when it exposes them
+# under these keys, the executor allocates them too.
 EXTRA_ACT_FIRST_KEY = "op_activation_bytes_first_stage_extra"
 EXTRA_ACT_LAST_KEY = "op_activation_bytes_last_stage_extra"
 
@@ -45,9 +27,9 @@ class PipelineCosts:
     pp: int
     vpp: int
     micro_batches: int
-    fwd_s: tuple  # per virtual stage: forward of one micro-batch
-    bwd_s: tuple  # per virtual stage: backward of one micro-batch, recompute included
-    layers: tuple  # per virtual stage: transformer layers (the unit of per-layer parts)
+    fwd_s: tuple  # per virtual stage: forward of one micro-batch (exposed all-to-all included)
+    bwd_s: tuple  # per virtual stage: backward of one micro-batch, recompute (and exposed all-to-all) included
+    layers: tuple  # per virtual stage: transformer layers (the unit of per-layer parts; MTP modules included)
     recompute_s: tuple = ()  # part of bwd_s that is recompute (accounting only)
     tp_fwd_s: tuple = ()  # part of fwd_s that is tensor-parallel communication (accounting only)
     tp_bwd_s: tuple = ()  # part of bwd_s that is exposed tensor-parallel communication (accounting only)
@@ -61,12 +43,32 @@ class PipelineCosts:
     dp_grad_s: tuple = ()  # per virtual stage: gradient all-reduce (zero 0) or reduce-scatter (zero ≥ 1), alone
     dp_param_s: tuple = ()  # per virtual stage: parameter all-gather (zero ≥ 1), alone
     optimizer_s: float = 0.0
-    wgrad_fraction: float = 0.5  # ZB-H1: share of (backward − recompute) that is the weight gradient
+    wgrad_fraction: float = 0.5  # ZB-H1: share of (backward − recompute − exposed all-to-all) that is W
     # placement (ranks ordered tp, cp, pp, dp as in the analytical model); 0 = no node boundary
     ranks_per_stage: int = 1  # tp × cp ranks that run a stage in lockstep
     dp_replicas: int = 1
     devices_per_node: int = 0
     notes: tuple = field(default=())
+    # --- mixture-of-experts layers (all empty / zero for dense plans: then no all-to-all is played) -------------
+    moe_layers: tuple = ()  # per virtual stage: MoE layers (DeepSeek-V3's MTP modules included, on the last)
+    layer_moe: tuple = ()  # per virtual stage: per layer in order, True for an MoE layer (default: MoE layers last)
+    dense_fwd_s: float = 0.0  # one dense-FFN layer, one micro-batch: forward
+    dense_bwd_s: float = 0.0  # … backward without its recompute
+    dense_recompute_s: float = 0.0
+    moe_fwd_s: float = 0.0  # one MoE layer, one micro-batch: forward, its exposed all-to-all included
+    moe_bwd_s: float = 0.0  # … backward without its recompute, its exposed all-to-all included
+    moe_recompute_s: float = 0.0  # … recompute (full: the layer forward again, its exposed all-to-all included)
+    moe_full_recompute: bool = False  # the recompute replays the MoE layer's forward, dispatch and combine included
+    head_fwd_s: float = 0.0  # output heads + losses of the last virtual stage (1 + MTP modules), forward
+    head_bwd_s: float = 0.0
+    a2a_fwd_s: tuple = ()  # per MoE layer per micro-batch, each alone on its link: (dispatch, combine), × γ
+    a2a_bwd_s: tuple = ()  # (combine gradient, dispatch gradient), × γ
+    a2a_fwd_exposed_s: float = 0.0  # part of the forward's all-to-all that the compute waits for
+    a2a_bwd_exposed_s: float = 0.0
+    a2a_recompute_exposed_s: float = 0.0  # full recompute: the recomputed forward's exposed all-to-all
+    ep_ranks: int = 1  # ep × etp: one all-to-all group (consecutive ranks; NVLink port inside a scale-up domain)
+    ep_group_replicas: int = 1  # dp replicas one EP group spans (full mode plays their all-to-all jointly)
+    expert_imbalance: float = 1.0  # γ = max/mean tokens per EP rank (already in the sizes and the expert compute)
 
     @property
     def virtual_stages(self) -> int:
@@ -87,71 +89,100 @@ class PipelineCosts:
     def stage_layers(self) -> list[int]:
         return [sum(self.layers[c * self.pp + s] for c in range(self.vpp)) for s in range(self.pp)]
 
+    @property
+    def has_moe(self) -> bool:
+        return any(int(x) > 0 for x in self.moe_layers)
 
-def _layer_split(L: int, p: int, v: int) -> list[int]:
-    """Layers per virtual stage: floor(L/p) each with the L mod p extra layers on the first stages (the model's
-    rule); with interleaving the model requires L divisible by p·v and every chunk has L/(p·v)."""
+    def moe_mask(self, k: int) -> tuple:
+        """Per layer of virtual stage k, in order: True for an MoE layer."""
+        if self.layer_moe:
+            return tuple(self.layer_moe[k])
+        n, moe = int(self.layers[k]), int(self.moe_layers[k]) if self.moe_layers else 0
+        return (False,) * (n - moe) + (True,) * moe
+
+
+def default_split(L: int, p: int, v: int) -> list[int]:
+    """The default rule: floor(L/p) layers each with the L mod p extra ones on the first stages; with
+    interleaving the model requires L divisible by p·v and every chunk has L/(p·v)."""
     if v > 1:
         return [L // (p * v)] * (p * v)
     base, extra = divmod(L, p)
     return [base + (1 if s < extra else 0) for s in range(p)]
 
 
-def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
-                eff: Efficiency | None = None) -> tuple[PipelineCosts, dict]:
-    """Per-op costs of ``plan`` (already validated) and the analytical result (scalars) it came from."""
-    eff = eff or efficiency_for(cluster.group.device)
-    L = int(workload.model.layers)
+def layer_split(L: int, plan) -> tuple[list[int], str]:
+    """Transformer layers per virtual stage (in virtual-stage order; layers are assigned contiguously) under the
+    plan's split rule, and a note where the model's own stage counts differ from it ("" otherwise).
+
+    * default: ``default_split``;
+    * ``embed_as_layer`` / ``loss_as_layer`` (Megatron-Core ``--account-for-embedding/loss-in-pipeline-split``):
+      (L + e + l)/(p·v) slots per virtual stage, the first one less by the embedding, the last by the loss;
+    * ``first_layers`` / ``last_layers`` (``--decoder-first/last-pipeline-num-layers``): those on the first / last
+      stage, the rest split evenly over the other stages (as ``validate_plan`` requires); a stage's layers are
+      split over its chunks as evenly as possible, the extra ones to the earlier chunks.
+    """
     p, v = plan.pp, plan.vpp
-    siblings = [plan, replace(plan, recompute="selective")]
-    n_first = _layer_split(L, p, 1)[0]
-    alt_pp = None
-    if p >= 3 or (p >= 2 and v > 1):
-        alt_pp = next(q for q in range(2, L + 1) if q != p and _layer_split(L, q, 1)[0] != n_first)
-        siblings.append(replace(plan, pp=alt_pp, vpp=1))
-    res_all = evaluate_workload(workload, cluster, PlanArrays.from_plans(siblings), eff)
-    r = {k: float(np.asarray(a)[0]) for k, a in res_all.items()}
-    m = int(round(r["micro_batches"]))
+    ea, la = int(plan.embed_as_layer), int(plan.loss_as_layer)
+    first, last = int(plan.first_layers or 0), int(plan.last_layers or 0)
+    if p == 1:
+        return [L], ""
+    if first or last:
+        rest_stages = p - (1 if first else 0) - (1 if last else 0)
+        rest = L - first - last
+        per = rest // rest_stages if rest_stages else 0
+        dev = [per] * p
+        if first:
+            dev[0] = first
+        if last:
+            dev[-1] = last
+        note = ""
+        if bool(first) != bool(last):
+            note = (f"layer split: first_layers/last_layers give {dev[0]} / {dev[-1]} layers on the first / last stage "
+                    f"and {per} on each other stage (Megatron-Core, validate_plan); the analytical model prices the "
+                    "stage that was not given with the default rule")
+    elif ea or la:
+        slots = (L + ea + la) // (p * v)
+        n = [slots] * (p * v)
+        n[0] -= ea
+        n[-1] -= la
+        return n, ""
+    else:
+        return default_split(L, p, v), ""
+    if v == 1:
+        return dev, note
+    n = [0] * (p * v)
+    for s in range(p):
+        q, r = divmod(dev[s], v)
+        for c in range(v):
+            n[c * p + s] = q + (1 if c < r else 0)
+    return n, note
 
-    K = p * v
-    n = _layer_split(L, p, v)
-    # the layer rule above is the model's: check it against what the model reports
-    if v == 1 and (n[0] != int(r["layers_first_stage"]) or (p > 1 and n[-1] != int(r["layers_last_stage"]))):
-        raise AssertionError("executor layer split disagrees with the analytical model")
-    lf, lb, lrc = r["op_layer_fwd_s"], r["op_layer_bwd_s"], r["op_layer_recompute_s"]
-    fwd = [n[k] * lf for k in range(K)]
-    bwd = [n[k] * (lb + lrc) for k in range(K)]
-    fwd[0] += r["op_emb_fwd_s"]
-    bwd[0] += r["op_emb_bwd_s"]
-    fwd[K - 1] += r["op_out_fwd_s"]
-    bwd[K - 1] += r["op_out_bwd_s"]
-    full_rc = plan.recompute == "full"
-    tp_f = [n[k] * r["op_layer_tp_fwd_s"] for k in range(K)]
-    tp_b = [n[k] * (r["op_layer_tp_bwd_exposed_s"] + (r["op_layer_tp_fwd_s"] if full_rc else 0.0)) for k in range(K)]
-    act = [n[k] * r["op_activation_bytes_per_layer"] for k in range(K)]
-    act[0] += r.get(EXTRA_ACT_FIRST_KEY, 0.0)
-    act[K - 1] += r.get(EXTRA_ACT_LAST_KEY, 0.0)
-    ws = float(np.asarray(res_all["op_activation_bytes_per_layer"])[1]) if full_rc else 0.0
 
-    # data-parallel collectives per virtual stage (see the module docstring)
-    zero = plan.zero
-    grad_key = "allreduce" if zero == 0 else "reduce_scatter"
-    g_first, g_last = r[f"op_dp_{grad_key}_first_s"], r[f"op_dp_{grad_key}_last_s"]
-    a_first, a_last = r["op_dp_allgather_first_s"], r["op_dp_allgather_last_s"]
+def device_layers(n: list[int], p: int, v: int) -> list[int]:
+    """Layers per pipeline device (all its chunks) from layers per virtual stage."""
+    return [sum(n[c * p + s] for c in range(v)) for s in range(p)]
+
+
+def check_split(n_dev: list, r: dict, note: str, notes: list) -> None:
+    """The executor's layers on the first / last device against the model's; where the model prices a stage the
+    plan's split rule does not give it, say so (``note``), else it is a bug."""
+    p = len(n_dev)
+    ok = n_dev[0] == int(r["layers_first_stage"]) and (p == 1 or n_dev[-1] == int(r["layers_last_stage"]))
+    if not ok:
+        if not note:
+            raise AssertionError("executor layer split disagrees with the analytical model")
+        notes.append(note)
+
+
+def split_dp(nbytes: list, B_first: float, B_last: float, g_first: float, g_last: float, a_first: float,
+             a_last: float, zero: int) -> tuple[list, list]:
+    """Data-parallel collectives per virtual stage: the model prices the first and the last stage; every other
+    virtual stage takes the first stage's time scaled by its share of the first stage's gradient bytes (the last
+    one the last stage's)."""
+    K = len(nbytes)
     if K == 1:
         dp_grad, dp_param = [g_first], [a_first]
     else:
-        B_first, B_last = r["op_dp_grad_bytes_first"], r["op_dp_grad_bytes_last"]
-        if alt_pp is not None:
-            B_alt = float(np.asarray(res_all["op_dp_grad_bytes_first"])[2])
-            g_layer = (B_alt - B_first) / (_layer_split(L, alt_pp, 1)[0] - n_first)
-        else:  # p == 2, v == 1: both stages are priced by the model directly
-            g_layer = 0.0
-        emb = B_first - _layer_split(L, p, 1)[0] * g_layer
-        out = B_last - _layer_split(L, p, 1)[-1] * g_layer
-        nbytes = [n[k] * g_layer for k in range(K)]
-        nbytes[0] += emb
-        nbytes[K - 1] += out
         dp_grad, dp_param = [], []
         for k in range(K):
             if k == K - 1:
@@ -164,15 +195,18 @@ def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
                 dp_param.append(a_first * f)
     if zero == 0:
         dp_param = [0.0] * K
+    return dp_grad, dp_param
 
-    pp_bw = r["link_pp_bytes_per_s"]
-    costs = PipelineCosts(
-        pp=p, vpp=v, micro_batches=m, fwd_s=tuple(fwd), bwd_s=tuple(bwd), layers=tuple(n),
-        recompute_s=tuple(n[k] * lrc for k in range(K)), tp_fwd_s=tuple(tp_f), tp_bwd_s=tuple(tp_b),
-        act_bytes=tuple(act), bwd_working_bytes=ws,
-        p2p_work_s=(r["op_p2p_bytes"] / pp_bw) if p > 1 else 0.0, p2p_latency_s=r["link_pp_latency_s"] if p > 1 else 0.0,
-        p2p_bytes=r["op_p2p_bytes"], dp_ranks=int(round(r["op_dp_ranks"])), zero=zero,
-        dp_grad_s=tuple(dp_grad), dp_param_s=tuple(dp_param), optimizer_s=r["op_optimizer_s"],
-        ranks_per_stage=plan.tp * plan.cp, dp_replicas=plan.dp, devices_per_node=cluster.group.devices_per_node,
-    )
-    return costs, r
+
+def clean_split(plan):
+    """``plan`` with the default layer-split rule (for sibling plans priced at another pp)."""
+    from dataclasses import replace
+
+    return replace(plan, first_layers=0, last_layers=0, embed_as_layer=False, loss_as_layer=False)
+
+
+def model_costs(workload, cluster, plan, eff=None):
+    """The per-op costs of ``plan`` from its workload family's executor module (``executor.families``)."""
+    from parplan.executor.families import model_costs as family_costs
+
+    return family_costs(workload, cluster, plan, eff)

@@ -27,11 +27,12 @@ import itertools
 from dataclasses import dataclass
 
 # op kinds (small ints in the hot loop; names for traces and tables)
-FWD, BWD, WGRAD, P2P_FWD, P2P_BWD, DP_GRAD, DP_PARAM, OPTIMIZER = range(8)
-KIND_NAMES = ("forward", "backward", "wgrad", "p2p_fwd", "p2p_bwd", "dp_grad", "dp_param", "optimizer")
+FWD, BWD, WGRAD, P2P_FWD, P2P_BWD, DP_GRAD, DP_PARAM, OPTIMIZER, EP_A2A = range(9)
+KIND_NAMES = ("forward", "backward", "wgrad", "p2p_fwd", "p2p_bwd", "dp_grad", "dp_param", "optimizer", "ep_a2a")
 COMPUTE_KINDS = (FWD, BWD, WGRAD, OPTIMIZER)
 P2P_KINDS = (P2P_FWD, P2P_BWD)
 DP_KINDS = (DP_GRAD, DP_PARAM)
+EP_KINDS = (EP_A2A,)  # expert-parallel all-to-all (dispatch / combine and their gradients) of MoE layers
 
 # columns of an op record
 OP_FIELDS = ("kind", "stream", "dur", "lat", "links", "mb", "chunk", "part", "mem_alloc", "mem_free", "tp", "rc")
@@ -55,6 +56,7 @@ class Program:
         self.dep_to: list = []
         self.stream_name: list = []
         self.stream_device: list = []
+        self.stream_last: list = []  # per stream: the last op added to it (−1 when none)
         self.link_name: list = []
         self.link_device: list = []
         self._cols: dict | None = None
@@ -62,6 +64,7 @@ class Program:
     def add_stream(self, name: str, device: int) -> int:
         self.stream_name.append(name)
         self.stream_device.append(device)
+        self.stream_last.append(-1)
         return len(self.stream_name) - 1
 
     def add_link(self, name: str, device: int) -> int:
@@ -75,7 +78,9 @@ class Program:
         ops = self.ops
         ops.append((kind, stream, dur, lat, links, mb, chunk, part, mem_alloc, mem_free, tp, rc))
         self._cols = None
-        return len(ops) - 1
+        o = len(ops) - 1
+        self.stream_last[stream] = o
+        return o
 
     def dep(self, before: int, after: int) -> None:
         """``after`` cannot start before ``before`` has finished."""

@@ -1,10 +1,11 @@
 """Playing out heterogeneous plans: every distinct pipeline of a ``HeteroPlan`` simulated with its own per-stage
 costs (stages on different device groups, non-uniform layer counts) and its own micro-batch share.
 
-The per-stage costs are the analytical model's (``models.hetero.group_costs``: per-layer forward, backward,
-recompute, embedding/output extras, p2p on the stage's slowest boundary), handed to the same engine and 1F1B
-schedule as homogeneous plans.  Replicas only meet in the chunked gradient aggregation after their last backward;
-its exposed time and the optimizer step are taken from the model, so the simulated step is
+Only for families the registry gives a heterogeneous model (``executor.families.check_hetero`` raises a clear
+``SpecError`` otherwise).  The per-stage costs are the analytical model's (``models.hetero.group_costs``: per-layer
+forward, backward, recompute, embedding/output extras, p2p on the stage's slowest boundary), handed to the same
+engine and 1F1B schedule as homogeneous plans.  Replicas only meet in the chunked gradient aggregation after their
+last backward; its exposed time and the optimizer step are taken from the model, so the simulated step is
 max over pipelines (simulated) + exposed sync + optimizer.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from parplan.executor.costs import PipelineCosts
+from parplan.executor.families import check_hetero
 from parplan.executor.simulate import simulate_costs
 from parplan.hardware.types import Cluster
 from parplan.models.hetero import HeteroPlan, evaluate_hetero, group_costs, link_between
@@ -33,6 +35,7 @@ class HeteroSimulation:
 
 
 def pipeline_costs(workload: Workload, cluster: Cluster, plan: HeteroPlan, k: int) -> PipelineCosts:
+    check_hetero(workload)
     p = plan.pipelines[k]
     S = len(p.stages)
     fwd, bwd, layers, act = [], [], [], []
@@ -57,6 +60,7 @@ def pipeline_costs(workload: Workload, cluster: Cluster, plan: HeteroPlan, k: in
 
 
 def simulate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> HeteroSimulation:
+    check_hetero(workload)  # a clear SpecError for a family without a heterogeneous model
     model = evaluate_hetero(workload, cluster, plan)
     done: dict = {}
     sim_times = []

@@ -1,16 +1,20 @@
 """Chrome-trace JSON of a simulated step (opens in Perfetto / chrome://tracing).
 
 Process 1 "devices": one thread (track) per simulated device with its compute-stream ops (forward, backward,
-W, blocking p2p sends, optimizer) as complete ("X") events, and one counter track per device with its activation
-memory.  Process 2 "links": one track per link that carried traffic; when transfers overlap on a link (they share
-it) the extra ones go to numbered lanes of that link, since a track must nest its intervals.  Times in µs.
+W, blocking p2p sends, exposed all-to-all, optimizer) as complete ("X") events, and one counter track per device
+with its activation memory.  Process 2 "links": one track per link that carried traffic; when transfers overlap
+on a link (they share it) the extra ones go to numbered lanes of that link, since a track must nest its
+intervals.  The expert-parallel all-to-all of MoE layers (``a2a-d12.l3``: dispatch of micro-batch 12 in MoE layer
+3 of the stage; ``.h`` its hidden part) is on its port's track with its MoE layer, transfer and part in ``args``.
+Times in µs.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from parplan.executor.simulate import Schedule
+from parplan.executor.a2a import A2A_PASS_NAMES, a2a_decode
+from parplan.executor.results import Schedule
 
 PID_DEVICES, PID_LINKS = 1, 2
 GiB = float(2**30)
@@ -58,7 +62,10 @@ def chrome_trace(sched: Schedule) -> dict:
             args["micro_batch"] = e.mb
         if e.chunk >= 0 and sched.vpp > 1:
             args["chunk"] = e.chunk
-        if e.part >= 0:
+        if e.kind == "ep_a2a":
+            layer, which, hidden = a2a_decode(e.part)
+            args.update({"moe_layer": layer, "transfer": A2A_PASS_NAMES[which], "exposed": not hidden})
+        elif e.part >= 0:
             args["part"] = e.part
         if e.track in dev_tid:
             pid, tid = PID_DEVICES, dev_tid[e.track]

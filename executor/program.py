@@ -1,0 +1,273 @@
+"""Building the program of one simulated step: every op of every simulated device, in the schedule's order, with
+its streams, links and dependencies (see ``simulate`` for what is simulated and why one replica suffices).
+
+Virtual stages without MoE layers are played exactly as for a dense model; a virtual stage with MoE layers plays
+each forward / backward as compute pieces and expert-parallel all-to-all transfers (``a2a``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parplan.executor.a2a import MoEPasses
+from parplan.executor.costs import PipelineCosts
+from parplan.executor.engine import (BWD, DP_GRAD, DP_PARAM, FWD, OPTIMIZER, P2P_BWD, P2P_FWD, WGRAD, Program)
+from parplan.executor.schedules import device_order
+
+
+@dataclass
+class _Built:
+    prog: Program
+    comp: list  # compute stream per device
+    names: list  # device names
+
+
+def _node(rank: int, dpn: int) -> int:
+    return rank // dpn if dpn > 0 else 0
+
+
+def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: list[float],
+                  p2p: str = "blocking") -> _Built:
+    p, v, m = costs.pp, costs.vpp, costs.micro_batches
+    K = p * v
+    zero = costs.zero
+    zb = schedule == "zb-h1"
+    R = replicas
+    D = R * p
+    rps, dpn = max(1, costs.ranks_per_stage), costs.devices_per_node
+    fwd, bwd, layers = costs.fwd_s, costs.bwd_s, costs.layers
+    rc, tpf, tpb = costs._z("recompute_s"), costs._z("tp_fwd_s"), costs._z("tp_bwd_s")
+    act = costs._z("act_bytes")
+    dpg_s, dpa_s = costs._z("dp_grad_s"), costs._z("dp_param_s")
+    ws = costs.bwd_working_bytes
+    # a p2p transfer's latency is charged as link work (one event per transfer instead of two); under sharing it
+    # is then stretched like the data, an error bounded by the latency itself (≈ 10 µs)
+    p2p_work = costs.p2p_work_s + costs.p2p_latency_s
+    dp_on = costs.dp_ranks > 1 and (any(x > 0 for x in dpg_s) or any(x > 0 for x in dpa_s))
+    grad_on = dp_on and any(x > 0 for x in dpg_s)
+    param_on = dp_on and zero >= 1 and any(x > 0 for x in dpa_s)
+
+    prog = Program()
+    op = prog.add_op
+
+    names = []
+    comp, snd, nic, nvl = [], [], [], []
+    for d in range(D):
+        r, s = divmod(d, p)
+        name = f"stage {s}" if R == 1 else f"replica {r} stage {s}"
+        names.append(name)
+        comp.append(prog.add_stream(name, d))
+        snd.append(prog.add_stream(f"{name} p2p", d) if p2p == "async" else comp[-1])
+        nic.append(prog.add_link(f"nic {name}", d))
+        nvl.append(prog.add_link(f"nvlink {name}", d))
+    dpa = [prog.add_stream(f"stage {s} dp-param", s) if param_on else -1 for s in range(p)]
+    dpg = [prog.add_stream(f"stage {s} dp-grad", s) if grad_on else -1 for s in range(p)]
+
+    def first_rank(r: int, s: int) -> int:
+        return (r * p + s) * rps
+
+    port_cache: dict = {}
+
+    def p2p_port(d: int, s_to: int) -> int:
+        key = (d, s_to)
+        if key not in port_cache:
+            r, s = divmod(d, p)
+            a, b = first_rank(r, s), first_rank(r, s_to)
+            port_cache[key] = nic[d] if (_node(a, dpn) != _node(b, dpn) or rps > dpn > 0) else nvl[d]
+        return port_cache[key]
+
+    dp_inter = []
+    for s in range(p):
+        a = first_rank(0, s)
+        b = first_rank(costs.dp_replicas - 1, s) + rps - 1
+        dp_inter.append(dpn > 0 and _node(a, dpn) != _node(b, dpn))
+
+    def dp_links(s: int) -> tuple:
+        port = nic if dp_inter[s] else nvl
+        return tuple(port[r * p + s] for r in range(R))
+
+    def ep_port(d: int) -> int:
+        """The EP group (ep·etp consecutive ranks) of the device's first rank: NVLink inside one scale-up domain."""
+        r, s = divmod(d, p)
+        n = max(1, int(costs.ep_ranks))
+        g0 = first_rank(r, s) // n * n
+        return nvl[d] if _node(g0, dpn) == _node(g0 + n - 1, dpn) else nic[d]
+
+    a2a_on = costs.has_moe and sum(costs.a2a_fwd_s or ()) + sum(costs.a2a_bwd_s or ()) > 0
+    moe = MoEPasses(prog, costs, comp, names, factors, R, ep_port, zb, costs.moe_full_recompute) if a2a_on else None
+    moe_k = [bool(moe is not None and int(costs.moe_layers[k]) > 0) for k in range(K)]
+
+    # op ids per (replica, virtual stage, micro-batch)
+    def grid(fill=-1):
+        return [[[fill] * m for _ in range(K)] for _ in range(R)]
+
+    f_first, f_last, b_first, b_last, f_send, b_send = grid(), grid(), grid(), grid(), grid(), grid()
+    last_grad = [-1] * p
+
+    def grad_collectives(s, k, j, c, all_parts, nk):
+        """Gradient buckets of one backward (per layer), each after its part on every replica."""
+        rs = []
+        for i in range(nk):
+            g = op(DP_GRAD, dpg[s], dpg_s[k] / nk, links=dp_links(s), mb=j, chunk=c, part=i if nk > 1 else -1)
+            for parts in all_parts:
+                prog.dep(parts[min(i, len(parts) - 1)], g)
+            rs.append(g)
+            last_grad[s] = g
+        return rs
+
+    def wgrad_work(k: int) -> float:
+        """ZB-H1's weight gradient: its share of the backward without recompute (and exposed all-to-all)."""
+        if moe_k[k]:
+            return costs.wgrad_fraction * (bwd[k] - rc[k] - int(costs.moe_layers[k]) * costs.a2a_bwd_exposed_s)
+        return costs.wgrad_fraction * (bwd[k] - rc[k])
+
+    for s in range(p):
+        order = device_order(schedule, p, v, m, s)
+        first_f: dict = {}
+        last_b: dict = {}
+        last_w: dict = {}
+        for idx, (ps, j, c) in enumerate(order):
+            if ps == "F":
+                first_f.setdefault(c, idx)
+            elif ps == "B":
+                last_b[c] = idx
+            else:
+                last_w[c] = idx
+        for idx, (ps, j, c) in enumerate(order):
+            k = c * p + s
+            nk = max(1, int(layers[k]))
+            if ps == "F":
+                n_parts = nk if (zero == 3 and param_on) or (param_on and zero in (1, 2) and first_f[c] == idx) else 1
+                ag = []
+                if param_on and (zero == 3 or first_f[c] == idx):
+                    for i in range(n_parts):
+                        ag.append(op(DP_PARAM, dpa[s], dpa_s[k] / n_parts, links=dp_links(s), mb=j, chunk=c,
+                                     part=i if n_parts > 1 else -1))
+                if moe_k[k]:
+                    firsts, lasts = moe.build(moe.forward_items(k, n_parts), FWD, k, j, c, n_parts, tpf[k],
+                                              mem_first=act[k])
+                    for r in range(R):
+                        d = r * p + s
+                        for i in range(len(ag)):
+                            prog.dep(ag[i], firsts[r][i])
+                        if ag and zero == 3:
+                            for i in range(2, n_parts):
+                                prog.dep(lasts[r][i - 2], ag[i])
+                        f_first[r][k][j] = firsts[r][0]
+                        f_last[r][k][j] = lasts[r][-1]
+                        if k < K - 1:
+                            so = op(P2P_FWD, snd[d], p2p_work, links=(p2p_port(d, (k + 1) % p),), mb=j, chunk=c)
+                            prog.dep(lasts[r][-1], so)
+                            f_send[r][k][j] = so
+                    continue
+                for r in range(R):
+                    d = r * p + s
+                    fs = factors[d]
+                    parts = []
+                    for i in range(n_parts):
+                        o = op(FWD, comp[d], fwd[k] * fs / n_parts, tp=tpf[k] * fs / n_parts, mb=j, chunk=c,
+                               part=i if n_parts > 1 else -1, mem_alloc=act[k] if i == 0 else 0.0)
+                        parts.append(o)
+                        if ag:
+                            prog.dep(ag[i], o)
+                    if ag and zero == 3:
+                        for i in range(2, n_parts):
+                            prog.dep(parts[i - 2], ag[i])
+                    f_first[r][k][j] = parts[0]
+                    f_last[r][k][j] = parts[-1]
+                    if k < K - 1:
+                        so = op(P2P_FWD, snd[d], p2p_work, links=(p2p_port(d, (k + 1) % p),), mb=j, chunk=c)
+                        prog.dep(parts[-1], so)
+                        f_send[r][k][j] = so
+            elif ps == "B":
+                is_last = last_b[c] == idx
+                if not zb and dp_on and (zero in (2, 3) or (grad_on and is_last)):
+                    n_parts = nk
+                else:
+                    n_parts = 1
+                ag = []
+                if param_on and zero == 3:
+                    for i in range(n_parts):
+                        ag.append(op(DP_PARAM, dpa[s], dpa_s[k] / n_parts, links=dp_links(s), mb=j, chunk=c,
+                                     part=i if n_parts > 1 else -1))
+                w_work = wgrad_work(k) if zb else 0.0
+                all_parts = []
+                all_firsts = []
+                if moe_k[k]:
+                    firsts, lasts = moe.build(moe.backward_items(k, n_parts), BWD, k, j, c, n_parts, tpb[k], ws=ws,
+                                              act_free=0.0 if zb else act[k])
+                    for r in range(R):
+                        d = r * p + s
+                        for i in range(len(ag)):
+                            prog.dep(ag[i], firsts[r][i])
+                        if ag:
+                            for i in range(2, n_parts):
+                                prog.dep(lasts[r][i - 2], ag[i])
+                        b_first[r][k][j] = firsts[r][0]
+                        b_last[r][k][j] = lasts[r][-1]
+                        if k == K - 1:
+                            prog.dep(f_last[r][k][j], firsts[r][0])
+                        if k > 0:
+                            so = op(P2P_BWD, snd[d], p2p_work, links=(p2p_port(d, (k - 1) % p),), mb=j, chunk=c)
+                            prog.dep(lasts[r][-1], so)
+                            b_send[r][k][j] = so
+                        all_parts.append(lasts[r])
+                        all_firsts.append(firsts[r])
+                else:
+                    for r in range(R):
+                        d = r * p + s
+                        fs = factors[d]
+                        parts = []
+                        for i in range(n_parts):
+                            last = i == n_parts - 1
+                            o = op(BWD, comp[d], (bwd[k] - w_work) * fs / n_parts, tp=tpb[k] * fs / n_parts,
+                                   rc=rc[k] * fs / n_parts, mb=j, chunk=c, part=i if n_parts > 1 else -1,
+                                   mem_alloc=ws, mem_free=ws + (act[k] if (last and not zb) else 0.0))
+                            parts.append(o)
+                            if ag:
+                                prog.dep(ag[i], o)
+                        if ag:
+                            for i in range(2, n_parts):
+                                prog.dep(parts[i - 2], ag[i])
+                        b_first[r][k][j] = parts[0]
+                        b_last[r][k][j] = parts[-1]
+                        if k == K - 1:
+                            prog.dep(f_last[r][k][j], parts[0])
+                        if k > 0:
+                            so = op(P2P_BWD, snd[d], p2p_work, links=(p2p_port(d, (k - 1) % p),), mb=j, chunk=c)
+                            prog.dep(parts[-1], so)
+                            b_send[r][k][j] = so
+                        all_parts.append(parts)
+                    all_firsts = all_parts
+                # gradient buckets: behind every backward for ZeRO-2/3, behind the last one otherwise
+                if grad_on and not zb and (zero in (2, 3) or is_last):
+                    rs = grad_collectives(s, k, j, c, all_parts, nk)
+                    if zero in (2, 3):  # two bucket buffers: layer i waits until bucket i−2 has been sent
+                        for parts in all_firsts:
+                            for i in range(2, len(parts)):
+                                prog.dep(rs[i - 2], parts[i])
+            else:  # "W": ZB-H1 weight gradient; activations are freed here
+                w_work = wgrad_work(k)
+                all_parts = []
+                for r in range(R):
+                    d = r * p + s
+                    w = op(WGRAD, comp[d], w_work * factors[d], mb=j, chunk=c, mem_free=act[k])
+                    prog.dep(b_last[r][k][j], w)
+                    all_parts.append([w])
+                if grad_on and last_w[c] == idx:
+                    grad_collectives(s, k, j, c, all_parts, nk)
+        for r in range(R):
+            d = r * p + s
+            o = op(OPTIMIZER, comp[d], costs.optimizer_s * factors[d])
+            if last_grad[s] >= 0:
+                prog.dep(last_grad[s], o)
+    # cross-device pipeline dependencies
+    for r in range(R):
+        for k in range(K):
+            for j in range(m):
+                if k > 0:
+                    prog.dep(f_send[r][k - 1][j], f_first[r][k][j])
+                if k < K - 1:
+                    prog.dep(b_send[r][k + 1][j], b_first[r][k][j])
+    if moe is not None:
+        moe.anchor_hidden()
+    return _Built(prog=prog, comp=comp, names=names)
