@@ -33,10 +33,11 @@ def _layer_counts(model):
     return np.concatenate([[0], np.cumsum(~mask)]).astype(np.float64)
 
 
-def _counter(model, L: float, n_first, n_last, mtp: float):
+def _counter(model, L: float, n_first, n_last, mtp: float, pp):
     """count(kind, n, where): MoE layers (kind 0) and dense layers (kind 1) on a stage of n layers.  First and last
     stages exactly from the layer pattern; a middle stage holds its share of the middle range's MoE layers
-    (rounded up: the heaviest middle stage); the MTP modules (MoE layers) sit on the last stage."""
+    (rounded up: the heaviest middle stage); the MTP modules (MoE layers) sit on the last stage (the only one when
+    pp = 1)."""
     cum = _layer_counts(model)
     Li = int(L)
     take = lambda i: cum[np.clip(np.asarray(i, dtype=np.int64), 0, Li)]  # noqa: E731
@@ -55,7 +56,8 @@ def _counter(model, L: float, n_first, n_last, mtp: float):
             dense = np.minimum(d_mid_total, n)
         else:
             dense = n - np.minimum(np.ceil(n * moe_frac_mid), n)
-        moe = n - dense + (mtp if where == "last" else 0.0)
+        extra = np.where(pp == 1, mtp, 0.0) if where == "first" else (mtp if where == "last" else 0.0)
+        moe = n - dense + extra
         return moe if kind == 0 else dense
 
     return count
@@ -91,7 +93,7 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
 
     n_first, n_last, _, _ = stage_layers(float(model.layers), c.pp, P)
     mix = LayerMix(kinds=[moe_kind, dense_kind],
-                   count=_counter(model, float(model.layers), n_first, n_last, mtp),
+                   count=_counter(model, float(model.layers), n_first, n_last, mtp, c.pp),
                    edp=ms.edp, edp_per_node=np.maximum(np.floor(hw.devices_per_node / (ms.etp * ms.ep)), 1.0),
                    layer_counts=(float(model.n_moe_layers) + mtp, float(model.n_dense_layers)),
                    memory_extra=_memory_extra(model, job, c, ms, ops["buffer_bytes"], expert_dev),
@@ -101,6 +103,9 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
                 "op_moe_etp_gather_s": ops["etp_gather_s"], "op_moe_a2a_bytes": ops["a2a_bytes"],
                 "op_moe_layer_fwd_s": moe_terms.fwd, "op_moe_layer_bwd_s": moe_terms.bwd,
                 "op_moe_layer_recompute_s": moe_kind.rc,
+                # the dense-FFN layer (DeepSeek's first layers): op_layer_* above are the default kind, the MoE layer
+                "op_dense_layer_fwd_s": dense_terms.fwd, "op_dense_layer_bwd_s": dense_terms.bwd,
+                "op_dense_layer_recompute_s": dense_kind.rc,
                 "op_moe_ep_fwd_exposed_s": moe_terms.ep_fwd, "op_moe_ep_bwd_exposed_s": moe_terms.ep_bwd,
                 "expert_imbalance": ms.gamma, "expert_tokens_per_device": ms.m_dev, "edp": ms.edp})
     return out

@@ -69,8 +69,13 @@ def stage_layers(L, pp, P):
     extra = Lv - base * pp
     n_first = np.where(pp > 1, base + (extra > 0) - ea, L)
     n_last = np.where(pp > 1, base - la, n_first)
-    n_first = np.where(P.first_layers > 0, P.first_layers, n_first)
-    n_last = np.where((P.last_layers > 0) & (pp > 1), P.last_layers, n_last)
+    fl, ll = P.first_layers.astype(np.float64), P.last_layers.astype(np.float64)
+    rest = np.maximum(pp - 1, 1)
+    # one end given: the other stages split the rest evenly (Megatron-Core --decoder-first/last-pipeline-num-layers)
+    n_last = np.where((fl > 0) & (ll == 0) & (pp > 1), (L - fl) / rest, n_last)
+    n_first = np.where((ll > 0) & (fl == 0) & (pp > 1), (L - ll) / rest, n_first)
+    n_first = np.where(fl > 0, fl, n_first)
+    n_last = np.where((ll > 0) & (pp > 1), ll, n_last)
     n_mid_total = np.where(pp > 2, np.maximum(L - n_first - n_last, 0.0), 0.0)
     n_mid_max = np.where(pp > 2, np.ceil(n_mid_total / np.maximum(pp - 2, 1)), 0.0)
     return n_first, n_last, n_mid_max, n_mid_total
