@@ -8,18 +8,19 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from parplan.cli.common import (check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format, FormatOpt, gib,
-                                GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt,
-                                PrecisionOpt, SeqLenOpt, to_json)
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
+                                FormatOpt, FrameworkOpt, gib, GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg,
+                                out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
 from parplan.errors import SpecError
 
-def _load(model: str, hw: str, seq_len, global_batch, precision):
+def _load(model: str, hw: str, seq_len, global_batch, precision, framework=None):
     from parplan.hardware.catalog import load_cluster
     from parplan.workloads.loader import load_workload
 
     check_precision(precision)
-    return (load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision),
-            load_cluster(hw))
+    check_framework(framework)
+    return (load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision,
+                          framework=framework), load_cluster(hw))
 
 
 def _split_items(items: Optional[List[str]]) -> list[str]:
@@ -167,6 +168,7 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
+        framework: FrameworkOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         debug: DebugOpt = False,
@@ -177,7 +179,7 @@ def register(app: typer.Typer) -> None:
         from parplan.executor.trace import write_chrome_trace
         from parplan.models.plan import parse_plan
 
-        w, c = _load(model, hw, seq_len, global_batch, precision)
+        w, c = _load(model, hw, seq_len, global_batch, precision, framework)
         p = parse_plan(plan, c.n_devices)
         s = simulate_plan(w, c, p, schedule=schedule, slowdown=_split_items(slowdown), mode=mode, p2p=p2p)
         if trace is not None:
@@ -200,6 +202,7 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
+        framework: FrameworkOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         debug: DebugOpt = False,
@@ -214,7 +217,7 @@ def register(app: typer.Typer) -> None:
                             hint="e.g. 0.05 for 5 %")
         if bool(plan) == (top is not None):
             raise SpecError("give either --plan (one or more) or --top K", key="--plan")
-        w, c = _load(model, hw, seq_len, global_batch, precision)
+        w, c = _load(model, hw, seq_len, global_batch, precision, framework)
         if top is not None:
             if top < 1:
                 raise SpecError(f"bad value {top!r}: must be ≥ 1", key="--top")

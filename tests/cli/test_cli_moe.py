@@ -114,3 +114,12 @@ def test_moe_on_a_multi_group_cluster_is_a_clear_error():
     assert r.exit_code == 2
     assert r.stderr == ("error: groups: moe-transformer workloads have no heterogeneous (multi-group) planner yet; "
                         "use a cluster with one device group\n")
+
+
+def test_simulate_moe_with_a_framework_shows_the_exposed_all_to_all():
+    plan = "tp=2,pp=4,ep=8,etp=1,mbs=1,vpp=1,zero=1,recompute=selective,sp=true"
+    r = invoke("simulate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", plan, "--framework", "nemo", *SHAPE)
+    assert r.exit_code == 0, r.output
+    assert "all-to-all" in r.stdout and "expert imbalance" in r.stdout
+    r = invoke("validate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", plan, "--framework", "nemo", *SHAPE)
+    assert r.exit_code == 0, r.output
