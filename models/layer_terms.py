@@ -98,6 +98,7 @@ class LayerTerms:
     ep_fwd: object = 0.0  # exposed expert-parallel all-to-all (MoE layers), forward
     ep_bwd: object = 0.0
     ep_hidden: object = 0.0
+    ep_fwd_pair: object = 0.0  # the part of ep_fwd that is a co-scheduled pair's excess (the overlap books it there)
     rc_modules: object = 0.0  # extra forward work recomputed under recompute=modules (norms, activation, MLA up)
     t_layer: float = 0.0  # host/launch gap per layer pass (global framework term)
     intf: float = 0.0  # overlap-interference coefficient (global framework term)

@@ -140,11 +140,13 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     compute_f = gemm_fwd + att.attn_fwd
     compute_b = dgrad + wgrad + att.attn_bwd
     free = np.maximum(compute_f + compute_b - tp_h - cp_h, 0.0)
+    on = (c.P.recompute != 2) & (ov in ("1f1b", "dualpipe")) & (ms.ep > 1)  # it overlaps the EP all-to-all
     if ov in ("1f1b", "dualpipe"):
         pair = np.maximum(0.0, a2a_f + a2a_b - free)
-        share = np.where(a2a_f + a2a_b > 0, a2a_f / np.maximum(a2a_f + a2a_b, 1e-300), 0.5)
-        on = c.P.recompute != 2
-        ep_f, ep_b = np.where(on, pair * share, a2a_f), np.where(on, pair * (1.0 - share), a2a_b)
+        # the exposed excess shows in the backward half of the pair (up to the backward's own all-to-all), so
+        # that a faster compute never shortens the backward window that hides the gradient collectives
+        pb = np.minimum(pair, a2a_b)
+        ep_f, ep_b = np.where(on, pair - pb, a2a_f), np.where(on, pb, a2a_b)
     else:
         ep_f, ep_b = a2a_f, a2a_b
     ep_h = (a2a_f - ep_f) + (a2a_b - ep_b)
@@ -152,6 +154,7 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     terms = LayerTerms(gemm_fwd=gemm_fwd, dgrad=dgrad, wgrad=wgrad, attn_fwd=att.attn_fwd, attn_bwd=att.attn_bwd,
                        mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
                        cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, ep_fwd=ep_f, ep_bwd=ep_b, ep_hidden=ep_h,
+                       ep_fwd_pair=np.where(on, ep_f, 0.0),
                        rc_modules=att.rc_modules + act / c.bw_mem,  # + moe_act: the experts' activation again
                        t_layer=t_layer, intf=intf)
     ops = {"a2a_dispatch_s": a2a_disp, "a2a_combine_s": a2a_comb, "etp_gather_s": etp_x,

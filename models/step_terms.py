@@ -186,17 +186,20 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
 
     rs_f, ag_f, ar_f, rep_f = dp_sync(params_first, P_layer / tp, zdeg, S, R, per_node)
     rs_l, ag_l, ar_l, rep_l = dp_sync(params_last, P_layer / tp, zdeg, S, R, per_node)
+    rs_m, ag_m, _, _ = dp_sync(params_mid, P_layer / tp, zdeg, S, R, per_node)  # a middle stage (ZeRO-3 drain)
     if has_experts:  # expert gradients: the expert-data-parallel group (MoE parallel folding, Liu et al. 2025)
         edp = np.asarray(mix.edp, dtype=f64)
         x_layer = K[0].expert_params_dev
         for k_ in K[1:]:
             x_layer = np.maximum(x_layer, k_.expert_params_dev)
-        for tgt, params in (("f", x_first), ("l", x_last)):
+        for tgt, params in (("f", x_first), ("l", x_last), ("m", x_mid)):
             xs = dp_sync(params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
             if tgt == "f":
                 rs_f, ag_f, ar_f = rs_f + xs[0], ag_f + xs[1], ar_f + xs[2]
-            else:
+            elif tgt == "l":
                 rs_l, ag_l, ar_l = rs_l + xs[0], ag_l + xs[1], ar_l + xs[2]
+            else:
+                rs_m, ag_m = rs_m + xs[0], ag_m + xs[1]
     # zero 0: all-reduce after the last backward, overlapped with that micro-batch's backward (bucketed DDP);
     # zero 1: reduce-scatter (overlapped the same way) + parameter all-gather after the step (overlapped with the
     # next step's first forward); zero 2: reduce-scatter every micro-batch behind its backward, all-gather after
@@ -205,7 +208,16 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     og = 1.0 if fw.dp_grad_reduce else 0.0
     op_ = 1.0 if fw.dp_param_gather else 0.0
     of_ = 1.0 if fw.fsdp_prefetch else 0.0
-    win_f_b, win_l_b = og * b_first, og * (b_last + np.maximum(pp - 1, 0) * b_mid / v)
+    # the per-micro-batch windows: the backward, and (MoE) the forward's exposed all-to-all wait of the same pair
+    # (the overlap books the pair's excess there: the window then never shrinks faster than the slot)
+    if one_kind:
+        wb_f, wb_l, wb_m, wf_f, wf_l = b_first, b_last, b_mid, f_first, f_last
+    else:  # the pair's excess moves from the forward window to the backward one (the windows partition the slot)
+        px_f, px_l = over(c_first, lambda k: k.terms.ep_fwd_pair), over(c_last, lambda k: k.terms.ep_fwd_pair)
+        wb_f, wb_l = b_first + px_f, b_last + px_l
+        wb_m = b_mid + over(c_mid, lambda k: k.terms.ep_fwd_pair)
+        wf_f, wf_l = f_first - px_f, f_last - px_l
+    win_f_b, win_l_b = og * wb_f, og * (wb_l + np.maximum(pp - 1, 0) * wb_m / v)
     x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
     dp0 = np.maximum(x0(ar_f, win_f_b), x0(ar_l, win_l_b))
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order: chunk c (of v) must arrive
@@ -223,15 +235,22 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     gath = np.maximum(gather_exposure(ag_f, f_first), gather_exposure(ag_l, f_last))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = np.maximum(x0(rs_f, win_f_b), x0(rs_l, win_l_b)) + gath + rep
-    dp2 = m * np.maximum(x0(rs_f, og * b_first), x0(rs_l, og * b_last)) + gath + rep
+    dp2 = m * np.maximum(x0(rs_f, og * wb_f), x0(rs_l, og * wb_l)) + gath + rep
     # zero 3 with a pipeline: the per-micro-batch exposure lengthens every slot; in the drain the backward gathers
-    # and reduce-scatters sit on the critical path once more per remaining stage: + (p−1)/v backward exposures
+    # and reduce-scatters sit on the critical path once more on every other stage, each with its own collectives
+    # and its own backward to hide them (Σ over the stages but the worst, /v): the drain term grows no faster than
+    # the bubble shrinks when the compute gets faster
     ag_bf = np.where(P.reshard, ag_f, 0.0)
     ag_bl = np.where(P.reshard, ag_l, 0.0)
-    x_b = np.maximum(x0(ag_bf + rs_f, of_ * b_first), x0(ag_bl + rs_l, of_ * b_last))
-    dp3 = m * np.maximum(x0(ag_f, of_ * f_first) + x0(ag_bf + rs_f, of_ * b_first),
-                         x0(ag_l, of_ * f_last) + x0(ag_bl + rs_l, of_ * b_last)) \
-        + np.maximum(pp - 1, 0) / v * x_b + rep
+    ag_bm = np.where(P.reshard, ag_m, 0.0)
+    xb_f = x0(ag_bf + rs_f, of_ * wb_f)
+    xb_l = np.where(pp > 1, x0(ag_bl + rs_l, of_ * wb_l), 0.0)
+    xb_m = np.where(pp > 2, x0(ag_bm + rs_m, of_ * wb_m), 0.0)  # a middle stage of n_mid_max layers
+    x_b = np.maximum(np.maximum(xb_f, xb_l), xb_m)
+    drain = xb_f + xb_l + xb_m * n_mid_total / np.maximum(n_mid_max, 1.0) - x_b
+    dp3 = m * np.maximum(x0(ag_f, of_ * wf_f) + x0(ag_bf + rs_f, of_ * wb_f),
+                         x0(ag_l, of_ * wf_l) + x0(ag_bl + rs_l, of_ * wb_l)) \
+        + np.maximum(drain, 0.0) / v + rep
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
     dp_total = np.select([zero == 0, zero == 1, zero == 2],
                          [np.maximum(ar_f, ar_l), np.maximum(rs_f + ag_f, rs_l + ag_l) + rep,
