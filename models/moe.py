@@ -97,7 +97,7 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
                    edp=ms.edp, edp_per_node=np.maximum(np.floor(hw.devices_per_node / (ms.etp * ms.ep)), 1.0),
                    layer_counts=(float(model.n_moe_layers) + mtp, float(model.n_dense_layers)),
                    memory_extra=_memory_extra(model, job, c, ms, ops["buffer_bytes"], expert_dev),
-                   output_heads=1.0 + mtp, interval_family="moe-transformer")
+                   output_heads=1.0 + mtp, interval_family="moe-transformer", pair_on=ops["pair_on"])
     out = assemble(model, job, c, mix)
     out.update({"op_moe_a2a_dispatch_s": ops["a2a_dispatch_s"], "op_moe_a2a_combine_s": ops["a2a_combine_s"],
                 "op_moe_etp_gather_s": ops["etp_gather_s"], "op_moe_a2a_bytes": ops["a2a_bytes"],

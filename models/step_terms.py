@@ -55,6 +55,7 @@ class LayerMix:
     edp_per_node: object = 1.0  # of them in one scale-up domain
     layer_counts: tuple = ()  # layers of each kind in the whole model (default: every layer is kinds[0])
     interval_family: str | None = None  # a family with its own 80 % band (catalogs/calibration/intervals.yaml)
+    pair_on: object = False  # where the framework co-schedules forward/backward pairs (combined 1F1B overlap)
     output_heads: float = 1.0  # output projections + losses on the last stage (1 + DeepSeek-V3's MTP modules)
     memory_extra: object = None  # f(shape, experts_first, experts_last, counts_first, counts_last, w_b) -> dict
 
@@ -248,9 +249,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     xb_m = np.where(pp > 2, x0(ag_bm + rs_m, of_ * wb_m), 0.0)  # a middle stage of n_mid_max layers
     x_b = np.maximum(np.maximum(xb_f, xb_l), xb_m)
     drain = xb_f + xb_l + xb_m * n_mid_total / np.maximum(n_mid_max, 1.0) - x_b
-    dp3 = m * np.maximum(x0(ag_f, of_ * wf_f) + x0(ag_bf + rs_f, of_ * wb_f),
-                         x0(ag_l, of_ * wf_l) + x0(ag_bl + rs_l, of_ * wb_l)) \
-        + np.maximum(drain, 0.0) / v + rep
+    steady3 = np.maximum(x0(ag_f, of_ * wf_f) + x0(ag_bf + rs_f, of_ * wb_f),
+                         x0(ag_l, of_ * wf_l) + x0(ag_bl + rs_l, of_ * wb_l))
+    if not one_kind:  # co-scheduled pairs: one micro-batch's gathers and reduce-scatters hide behind the pair
+        joint = np.maximum(x0(ag_f + ag_bf + rs_f, of_ * (f_first + b_first)),
+                           x0(ag_l + ag_bl + rs_l, of_ * (f_last + b_last)))
+        steady3 = np.where(mix.pair_on, joint, steady3)
+    dp3 = m * steady3 + np.maximum(drain, 0.0) / v + rep
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
     dp_total = np.select([zero == 0, zero == 1, zero == 2],
                          [np.maximum(ar_f, ar_l), np.maximum(rs_f + ag_f, rs_l + ag_l) + rep,
