@@ -157,7 +157,7 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
                        ep_fwd_pair=np.where(on, ep_f, 0.0),
                        rc_modules=att.rc_modules + act / c.bw_mem,  # + moe_act: the experts' activation again
                        t_layer=t_layer, intf=intf)
-    ops = {"pair_on": np.broadcast_to(on, np.shape(a2a_f)), "a2a_dispatch_s": a2a_disp, "a2a_combine_s": a2a_comb, "etp_gather_s": etp_x,
+    ops = {"pair_on": on, "a2a_dispatch_s": a2a_disp, "a2a_combine_s": a2a_comb, "etp_gather_s": etp_x,
            "a2a_bytes": ms.copies * h * e, "a2a_fwd_s": a2a_f, "a2a_bwd_s": a2a_b, "expert_imbalance": ms.gamma,
            "expert_tokens": ms.m_dev, "shape": ms,
            "buffer_bytes": dispatch_buffer_bytes(getattr(fw, "moe_dispatcher", "alltoall"), ms.n_tok, h,
