@@ -32,6 +32,8 @@ CASES = (
     ("llama3-8b", "dgx-h100-64", 8192, 256),
     ("llama3-70b", "dgx-h100-64", 4096, 128),
     ("gpt3-175b", "dgx-h100-1024", 2048, 1536),
+    ("mixtral-8x7b", "dgx-h100-64", 4096, 256),
+    ("qwen3-30b-a3b", "dgx-h100-64", 4096, 256),
 )
 
 
@@ -46,7 +48,7 @@ def draw(case, per_case: int, rng: np.random.Generator):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--per-case", type=int, default=25)
+    ap.add_argument("--per-case", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tolerance", type=float, default=0.05)
     args = ap.parse_args(argv)
@@ -69,6 +71,23 @@ def main(argv: list[str] | None = None) -> int:
                         f"{100 * sd.mean():.2f}", str(int((sd > args.tolerance).sum())), f"{100 * md.max():.2f}",
                         f"{el:.1f}")
     con.print(summary)
+    sd_all = np.array([abs(a.step_diff) for _, a in every])
+    hist = Table(title="distribution of |analytical − simulated| / simulated")
+    edges = (0.0, 0.01, 0.02, 0.05, 0.10, np.inf)
+    for col in ("bin", "plans", "share"):
+        hist.add_column(col, justify="right")
+    for lo, hi in zip(edges, edges[1:]):
+        n = int(((sd_all >= lo) & (sd_all < hi)).sum())
+        hist.add_row(f"{100 * lo:g}–{'∞' if hi == np.inf else f'{100 * hi:g}'} %", str(n),
+                     f"{100 * n / max(len(sd_all), 1):.1f} %")
+    con.print(hist)
+    # by the knobs of the plans beyond the tolerance: where the closed form and the schedule disagree
+    off = [a.plan for _, a in every if abs(a.step_diff) > args.tolerance]
+    if off:
+        z = {k: sum(1 for p in off if p.zero == k) for k in range(4)}
+        con.print(f"beyond {100 * args.tolerance:g} %: zero levels {z}; with cp>1: {sum(p.cp > 1 for p in off)}; "
+                  f"with pp>1: {sum(p.pp > 1 for p in off)}; with vpp>1: {sum(p.vpp > 1 for p in off)}; "
+                  f"with ep>1: {sum(p.ep > 1 for p in off)}")
     worst = sorted(every, key=lambda x: -abs(x[1].step_diff))[:8]
     t = Table(title="worst plans")
     for col in ("model", "plan", "analytical s", "simulated s", "diff %"):
