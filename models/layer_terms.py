@@ -99,6 +99,7 @@ class LayerTerms:
     ep_bwd: object = 0.0
     ep_hidden: object = 0.0
     ep_fwd_pair: object = 0.0  # the part of ep_fwd that is a co-scheduled pair's excess (the overlap books it there)
+    nic_a2a: object = 0.0  # all-to-all work of the layer (fwd + bwd) that travels on the NICs (EP across domains)
     rc_modules: object = 0.0  # extra forward work recomputed under recompute=modules (norms, activation, MLA up)
     t_layer: float = 0.0  # host/launch gap per layer pass (global framework term)
     intf: float = 0.0  # overlap-interference coefficient (global framework term)

@@ -155,6 +155,7 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
                        mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
                        cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, ep_fwd=ep_f, ep_bwd=ep_b, ep_hidden=ep_h,
                        ep_fwd_pair=np.where(on, ep_f, 0.0),
+                       nic_a2a=np.where(ms.ep * ms.etp > hw.devices_per_node, a2a_disp + 3.0 * a2a_comb, 0.0),
                        rc_modules=att.rc_modules + act / c.bw_mem,  # + moe_act: the experts' activation again
                        t_layer=t_layer, intf=intf)
     ops = {"pair_on": on, "a2a_dispatch_s": a2a_disp, "a2a_combine_s": a2a_comb, "etp_gather_s": etp_x,

@@ -287,7 +287,23 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
                                 params_mid / shard_div + x_mid / x_div)
     optimizer = opt_params * OPTIMIZER_STEP_BYTES[job.optimizer] / bw_mem
 
-    step = t_pipe + dp_exposed + optimizer + dp_intf
+    # one port, one budget (MoE): where the expert all-to-all and the per-micro-batch data-parallel collectives
+    # (ZeRO-2 reduce-scatters, ZeRO-3 gathers) share a device's NIC, a steady-state slot is at least the NIC's work
+    # in it; what the overlap formulas hid beyond that budget is contention, charged to the all-to-all part
+    port_c = 0.0
+    if not one_kind:
+        dp_nic = (tp * cp * pp * S > dpn) & (P.dp * P.cp > 1)
+
+        def nic_mb(cs, rs, ag, ag_b):
+            dp_w = np.select([zero == 2, zero == 3], [rs, ag + ag_b + rs], 0.0)
+            return over(cs, lambda k: k.terms.nic_a2a) + np.where(dp_nic, dp_w, 0.0)
+
+        w_nic = np.maximum(np.maximum(nic_mb(c_first, rs_f, ag_f, ag_bf), nic_mb(c_last, rs_l, ag_l, ag_bl)),
+                           np.where(pp > 2, nic_mb(c_mid, rs_m, ag_m, ag_bm), 0.0))
+        steady_dp = np.select([zero == 2, zero == 3], [(dp2 - gath - rep) / m, steady3], 0.0)
+        port_c = np.where(P.dp * P.cp > 1, m * np.maximum(w_nic - t_max - steady_dp, 0.0),
+                          m * np.maximum(w_nic - t_max, 0.0))
+    step = t_pipe + dp_exposed + optimizer + dp_intf + port_c
 
     # --- time breakdown of the critical stage (sums to the step time) -----------------------------------------
     crit = np.where(slot_first >= np.maximum(slot_last, slot_mid), 0, np.where(slot_last >= slot_mid, 2, 1))
@@ -379,5 +395,5 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
            / peak_nom,
            }
     if not one_kind:
-        out["ep_comm_exposed_s"] = ep_c
+        out["ep_comm_exposed_s"] = ep_c + port_c
     return out
