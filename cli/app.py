@@ -5,8 +5,10 @@ import typer
 
 from parplan import __version__
 from parplan.cli import catalog_cmd, estimate_cmd, suggest_cmd, simulate_cmd
+from parplan.cli.common import GuardedGroup
 
 app = typer.Typer(
+    cls=GuardedGroup,  # usage errors as one `error:` line, exit 2 (README), not click's boxes
     name="parplan",
     help="Plan, predict and validate parallel configurations for large-model training.",
     no_args_is_help=True,

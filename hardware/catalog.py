@@ -10,21 +10,24 @@ import re
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from parplan.catalogs import entries
-from parplan.errors import SpecError, did_you_mean
-from parplan.hardware.types import DTYPES, Cluster, Device, Link, NodeGroup, check_scale_up
-from parplan.spec import load_yaml_file, locate, validate
+from parplan.errors import SpecError, did_you_mean, short
+from parplan.hardware.types import (DTYPES, MAX_COMPUTE_UNITS, MAX_DEVICES, MAX_DEVICES_PER_NODE, MAX_GROUPS,
+                                    MAX_LINK_LATENCY_S, MAX_NICS_PER_NODE, MAX_NODES, Cluster, Device, Link,
+                                    NodeGroup, check_scale_up)
+from parplan.spec import Name, check_name, load_yaml_file, locate, validate
 from parplan.units import parse_quantity
 
-Quantity = Union[str, float, int]
+# a number or a unit string; NaN/inf pass the schema here so that parse_quantity reports them with the key's units
+Quantity = Union[str, Annotated[float, Field(allow_inf_nan=True)], int]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class PeakFlopsEntry(_Strict):
@@ -40,10 +43,10 @@ class PeakFlopsEntry(_Strict):
 
 
 class DeviceEntry(_Strict):
-    id: str
-    name: str
+    id: Name
+    name: Name
     kind: Literal["gpu", "tpu", "cpu", "dsp", "edge", "accelerator"]
-    vendor: str
+    vendor: Name
     memory: Quantity
     memory_bandwidth: Quantity
     peak_flops: PeakFlopsEntry
@@ -51,7 +54,7 @@ class DeviceEntry(_Strict):
     price_per_hour: Optional[Quantity] = None
     price_source: Optional[str] = None
     generation: Optional[str] = None  # architecture generation id, e.g. hopper, cdna3, tpu-v5p
-    compute_units: Optional[int] = Field(default=None, gt=0)  # SMs / CUs / MMEs / TensorCores per chip
+    compute_units: Optional[int] = Field(default=None, gt=0, le=MAX_COMPUTE_UNITS)  # SMs / CUs / MMEs / TensorCores per chip
     source: str = Field(min_length=8)
     notes: Optional[str] = None
 
@@ -59,14 +62,14 @@ class DeviceEntry(_Strict):
 class UserDeviceEntry(DeviceEntry):
     """A device written inline in a cluster file or in a user's device YAML: ``id``, ``name``, ``source`` optional."""
 
-    id: Optional[str] = None
-    name: Optional[str] = None
+    id: Optional[Name] = None
+    name: Optional[Name] = None
     source: Optional[str] = None
 
 
 class LinkEntry(_Strict):
-    id: str
-    name: str
+    id: Name
+    name: Name
     kind: Literal["nvlink", "pcie", "infiniband", "roce", "ethernet", "xgmi", "omnipath", "ici", "dcn"]
     scope: Literal["intra_node", "inter_node"]
     bandwidth: Quantity
@@ -79,25 +82,25 @@ class LinkEntry(_Strict):
 
 
 class InlineLink(_Strict):
-    bandwidth: Quantity
-    latency: Quantity
-    name: Optional[str] = None
+    bandwidth: Quantity  # > 0, ≤ 1e15 B/s (parse_quantity)
+    latency: Quantity  # ≥ 0, ≤ MAX_LINK_LATENCY_S
+    name: Optional[Name] = None
 
 
 class GroupEntry(_Strict):
     device: Any  # catalog id, path to a device YAML, or an inline device mapping (checked in _resolve_device)
-    nodes: int = Field(gt=0)
-    devices_per_node: int = Field(gt=0)
+    nodes: int = Field(gt=0, le=MAX_NODES)
+    devices_per_node: int = Field(gt=0, le=MAX_DEVICES_PER_NODE)
     intra_node: Union[str, InlineLink]
     inter_node: Union[str, InlineLink]
-    nics_per_node: Optional[int] = Field(default=None, gt=0)
-    scale_up_domain: Optional[int] = Field(default=None, gt=0)
+    nics_per_node: Optional[int] = Field(default=None, gt=0, le=MAX_NICS_PER_NODE)
+    scale_up_domain: Optional[int] = Field(default=None, gt=0, le=MAX_DEVICES)
     topology: Literal["switch", "torus-2d", "torus-3d"] = "switch"
 
 
 class ClusterFile(_Strict):
-    name: str
-    groups: list[GroupEntry] = Field(min_length=1)
+    name: Name
+    groups: list[GroupEntry] = Field(min_length=1, max_length=MAX_GROUPS)
     inter_group: Optional[Union[str, InlineLink]] = None
     description: Optional[str] = None
     source: Optional[str] = None
@@ -118,7 +121,7 @@ def cluster_ids() -> list[str]:
 def _unknown(kind: str, ident: str, known: list[str], key: str | None = None, file: str | None = None) -> SpecError:
     hint = did_you_mean(ident, known) or f"see `parplan catalog list {kind}`"
     noun = {"hardware": "device", "links": "link", "clusters": "cluster"}.get(kind, kind)
-    return SpecError(f"unknown {noun} id {ident!r}", key=key, file=file, hint=hint)
+    return SpecError(f"unknown {noun} id {short(ident)}", key=key, file=file, hint=hint)
 
 
 _GENERATION = re.compile(r"^[a-z0-9][a-z0-9.+-]*$")
@@ -135,7 +138,7 @@ def _device_from_entry(e: DeviceEntry, *, file: str | None, prefix: str = "", de
     if not peaks:
         raise SpecError("no peak FLOP/s given", file=file, key=f"{prefix}peak_flops", allowed=list(DTYPES))
     if e.generation is not None and not _GENERATION.match(e.generation):
-        raise SpecError(f"bad value {e.generation!r}: a generation id is lower-case, e.g. hopper, cdna3, tpu-v5p",
+        raise SpecError(f"bad value {short(e.generation)}: a generation id is lower-case, e.g. hopper, cdna3, tpu-v5p",
                         file=file, key=f"{prefix}generation", value=e.generation)
     ident = e.id or default_id
     return Device(
@@ -180,7 +183,8 @@ def get_link(ident: str) -> Link:
         raise SpecError(f"id {e.id!r} does not match the file name", file=str(path), key="id")
     return Link(id=e.id, name=e.name, kind=e.kind,
                 bandwidth_bytes_per_s=parse_quantity(e.bandwidth, "bytes_per_s", key="bandwidth", file=str(path)),
-                latency_s=parse_quantity(e.latency, "seconds", key="latency", file=str(path)), source=e.source,
+                latency_s=parse_quantity(e.latency, "seconds", key="latency", file=str(path),
+                                         maximum=MAX_LINK_LATENCY_S), source=e.source,
                 nvls=e.nvls)
 
 
@@ -204,7 +208,8 @@ def _resolve_link(spec: Union[str, InlineLink], key: str, file: str | None) -> L
             raise
     return Link(id=f"inline:{key}", name=spec.name or f"inline {key}", kind="inline",
                 bandwidth_bytes_per_s=parse_quantity(spec.bandwidth, "bytes_per_s", key=f"{key}.bandwidth", file=file),
-                latency_s=parse_quantity(spec.latency, "seconds", key=f"{key}.latency", file=file, positive=False),
+                latency_s=parse_quantity(spec.latency, "seconds", key=f"{key}.latency", file=file, positive=False,
+                                         maximum=MAX_LINK_LATENCY_S),
                 source=f"user input ({file or 'inline'})")
 
 
@@ -220,12 +225,23 @@ def cluster_from_dict(data: Any, file: str | None = None) -> Cluster:
 
 def _device_file(spec: str, file: str | None) -> Path | None:
     """The device YAML a group's ``device`` string names, or None when it is meant as a catalog id."""
-    p = Path(spec).expanduser()
+    try:
+        p = Path(spec).expanduser()
+    except RuntimeError:  # ~user of an unknown user
+        p = Path(spec)
     if not p.is_absolute():
         p = (Path(file).parent if file else Path.cwd()) / p
-    if spec.endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec or p.is_file():
+    if spec.endswith((".yaml", ".yml")) or "/" in spec or "\\" in spec or _is_file(p):
         return p
     return None
+
+
+def _is_file(p: Path) -> bool:
+    """``p.is_file()``, False for a path the OS cannot even look up (too long, a NUL byte)."""
+    try:
+        return p.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _user_device(data: Any, *, file: str | None, prefix: str, default_id: str, default_source: str) -> Device:
@@ -242,7 +258,7 @@ def _resolve_device(spec: Any, key: str, file: str | None) -> Device:
         return _user_device(spec, file=file, prefix=f"{key}.", default_id=f"inline:{key.rsplit('.', 1)[0]}",
                             default_source=f"user input ({file or 'inline'}, {key})")
     if not isinstance(spec, str) or not spec.strip():
-        raise SpecError(f"bad value {spec!r}: expected a device catalog id, a path to a device YAML, "
+        raise SpecError(f"bad value {short(spec)}: expected a device catalog id, a path to a device YAML, "
                         "or an inline device mapping", key=key, file=file, value=spec,
                         hint="see `parplan catalog list hardware`")
     if spec in device_ids():
@@ -250,11 +266,11 @@ def _resolve_device(spec: Any, key: str, file: str | None) -> Device:
     path = _device_file(spec, file)
     if path is None:
         raise _unknown("hardware", spec, device_ids(), key=key, file=file)
-    if not path.is_file():
-        raise SpecError(f"device file {spec!r} not found (looked for {path})", key=key, file=file, value=spec,
-                        hint="a relative path is resolved against the cluster file's folder")
+    if not _is_file(path):
+        raise SpecError(f"device file {short(spec)} not found (looked for {path})", key=key,
+                        file=file, value=spec, hint="a relative path is resolved against the cluster file's folder")
     data = load_yaml_file(path)
-    return _user_device(data, file=str(path), prefix="", default_id=path.stem,
+    return _user_device(data, file=str(path), prefix="", default_id=check_name(path.stem, key=key, file=file),
                         default_source=f"user device file {path.name}")
 
 
@@ -272,6 +288,10 @@ def _cluster_from_dict(data: Any, file: str | None) -> Cluster:
                                 nics_per_node=g.nics_per_node, scale_up_domain=g.scale_up_domain,
                                 topology=g.topology))
     inter_group = _resolve_link(cf.inter_group, "inter_group", file) if cf.inter_group is not None else None
+    total = sum(g.n_devices for g in groups)
+    if total > MAX_DEVICES:
+        raise SpecError(f"the cluster has {total:,} devices ({' + '.join(f'{g.nodes:,}×{g.devices_per_node}' for g in groups)}): "
+                        f"at most {MAX_DEVICES:,} are supported", key="groups", file=file)
     return Cluster(name=cf.name, groups=tuple(groups), inter_group=inter_group, source_file=file)
 
 
@@ -283,10 +303,18 @@ def load_cluster(ref: "str | Path | dict | Cluster") -> Cluster:
         return cluster_from_dict(ref, file=None)
     ref_s = str(ref)
     path = Path(ref_s)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or _exists(path):
         return cluster_from_dict(load_yaml_file(path), file=ref_s)
     files = entries("clusters")
     if ref_s in files:
         return cluster_from_dict(load_yaml_file(files[ref_s]), file=str(files[ref_s]))
-    raise SpecError(f"no cluster file or catalog id {ref_s!r}",
+    raise SpecError(f"no cluster file or catalog id {short(ref_s)}",
                     hint=did_you_mean(ref_s, list(files)) or "give a cluster YAML file or see `parplan catalog list clusters`")
+
+
+def _exists(p: Path) -> bool:
+    """``p.exists()``, False for a path the OS cannot even look up (too long, a NUL byte)."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False

@@ -22,6 +22,17 @@ LINK_KINDS = ("nvlink", "pcie", "infiniband", "roce", "ethernet", "xgmi", "omnip
 # xGMI / Gaudi RoCE that behaves like one) or a wrap-around torus of chip-to-chip links (TPU ICI).
 TOPOLOGIES = ("switch", "torus-2d", "torus-3d")
 
+# Largest accepted cluster (checked where cluster files are read).  Each maximum is far beyond any machine built —
+# the largest published training runs use ~10^5 GPUs, an NVL72 rack is 72 devices on one fabric — and small
+# enough that every per-device structure of the planner and executor stays cheap.
+MAX_DEVICES = 1_048_576  # 2^20 devices in a cluster, all groups together (10× the largest runs)
+MAX_NODES = 1_048_576  # nodes of one group (a node may hold a single device)
+MAX_DEVICES_PER_NODE = 1024  # devices of one node (8 in a DGX, 4 in a GB200 tray or a TPU host)
+MAX_NICS_PER_NODE = 1024  # NICs of one node (8 in a DGX H100)
+MAX_GROUPS = 16  # device groups of one cluster (mixed clusters have 2–3 generations)
+MAX_COMPUTE_UNITS = 1_000_000  # SMs / CUs per chip (an H100 has 132, a B200 148)
+MAX_LINK_LATENCY_S = 1.0  # a link's latency (NICs and switches add microseconds; a second is not a link)
+
 
 @dataclass(frozen=True)
 class Device:

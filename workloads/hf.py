@@ -21,7 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from parplan.errors import SpecError, did_you_mean
+from parplan.errors import SpecError, did_you_mean, short
+from parplan.spec import check_name
 from parplan.workloads.hf_config import Config, read_json
 from parplan.workloads.hf_moe import MOE_KNOWN, MOE_NOTES, MOE_READERS, build_moe_spec
 from parplan.workloads.transformer import TransformerSpec
@@ -162,8 +163,11 @@ def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSp
     ``name`` defaults to the config's ``_name_or_path``, else the name of the folder holding the file.
     """
     p = Path(path)
-    if p.is_dir() and (p / "config.json").is_file():
-        p = p / "config.json"
+    try:
+        if p.is_dir() and (p / "config.json").is_file():
+            p = p / "config.json"
+    except (OSError, ValueError):  # a path the OS cannot look up (too long, a NUL byte): read_json says so
+        pass
     file = str(p)
     data = read_json(p, file)
     if not isinstance(data, dict):
@@ -173,7 +177,7 @@ def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSp
     if model_type is None:
         raise SpecError("required key is missing", file=file, key="model_type", allowed=list(SUPPORTED_MODEL_TYPES))
     if not isinstance(model_type, str) or model_type not in _READERS:
-        raise SpecError(f"unsupported model_type {model_type!r}", file=file, key="model_type",
+        raise SpecError(f"unsupported model_type {short(model_type)}", file=file, key="model_type",
                         allowed=list(SUPPORTED_MODEL_TYPES), hint=model_type_hint(str(model_type)))
     cfg = Config(data, file, model_type)
     cfg.type_known = _KNOWN[model_type]
@@ -182,7 +186,10 @@ def load_hf_config(path: "str | Path", name: str | None = None) -> TransformerSp
 
     if name is None:
         given = data.get("_name_or_path")
-        name = given if isinstance(given, str) and given.strip() else (p.resolve().parent.name or p.stem)
+        if isinstance(given, str) and given.strip():
+            name = check_name(given, key="_name_or_path", file=file)
+        else:
+            name = check_name(p.resolve().parent.name or p.stem, file=file)
     source = f"Hugging Face config.json (model_type {model_type}{_NOTES.get(model_type, '')}): {file}"
     if model_type in MOE_READERS:
         return build_moe_spec(cfg, fields, name, source)

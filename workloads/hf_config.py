@@ -2,11 +2,34 @@
 and the rule that every other key must be listed as known to be irrelevant (no key is silently dropped)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from parplan.errors import SpecError
+from parplan.errors import SpecError, short
+from parplan.workloads.transformer import (MAX_EXPERTS, MAX_FFN_HIDDEN, MAX_HEAD_DIM, MAX_HEADS, MAX_HIDDEN,
+                                           MAX_LAYERS, MAX_LORA_RANK, MAX_MTP_LAYERS, MAX_POSITION,
+                                           MAX_SHARED_EXPERTS, MAX_VOCAB)
+
+# Largest value of each integer key read (the maxima of the YAML architecture schema); any other integer key is
+# at most MAX_CONFIG_INT.
+MAX_CONFIG_INT = 16_777_216  # 2^24
+_MAX_BY_KEY = {
+    **dict.fromkeys(("num_hidden_layers", "n_layer", "first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step",
+                     "interleave_moe_layer_step", "no_rope_layer_interval"), MAX_LAYERS),
+    **dict.fromkeys(("hidden_size", "n_embd", "word_embed_proj_dim"), MAX_HIDDEN),
+    **dict.fromkeys(("num_attention_heads", "n_head", "num_key_value_heads"), MAX_HEADS),
+    **dict.fromkeys(("head_dim", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"), MAX_HEAD_DIM),
+    **dict.fromkeys(("intermediate_size", "intermediate_size_mlp", "ffn_dim", "n_inner", "moe_intermediate_size",
+                     "shared_expert_intermediate_size"), MAX_FFN_HIDDEN),
+    "vocab_size": MAX_VOCAB,
+    **dict.fromkeys(("n_positions", "max_position_embeddings", "sliding_window", "attention_chunk_size"),
+                    MAX_POSITION),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok",
+                     "experts_per_token"), MAX_EXPERTS),
+    "n_shared_experts": MAX_SHARED_EXPERTS,
+    **dict.fromkeys(("q_lora_rank", "kv_lora_rank"), MAX_LORA_RANK),
+    "num_nextn_predict_layers": MAX_MTP_LAYERS,
+}
 
 # Keys every model type may carry that change neither the shapes nor the training cost of the decoder.
 COMMON_KNOWN = frozenset({
@@ -78,7 +101,13 @@ class Config:
                 return default
             raise self.error(k, f"required key is missing for model_type {self.model_type!r}")
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise self.error(k, f"must be a positive integer, got {value!r}")
+            raise self.error(k, f"must be a positive integer, got {short(value)}")
+        return self._at_most(k, value)
+
+    def _at_most(self, k: str, value: int) -> int:
+        top = _MAX_BY_KEY.get(k, MAX_CONFIG_INT)
+        if value > top:
+            raise self.error(k, f"bad value {short(value)}: must be ≤ {top:,}")
         return value
 
     def nonneg_int(self, k: str, default: int = 0) -> int:
@@ -86,15 +115,15 @@ class Config:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self.error(k, f"must be a non-negative integer, got {value!r}")
-        return value
+            raise self.error(k, f"must be a non-negative integer, got {short(value)}")
+        return self._at_most(k, value)
 
     def flag(self, k: str, default: bool) -> bool:
         value = self.raw(k)
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self.error(k, f"must be true or false, got {value!r}")
+            raise self.error(k, f"must be true or false, got {short(value)}")
         return value
 
     def prob(self, k: str, default: float) -> float:
@@ -102,7 +131,7 @@ class Config:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise self.error(k, f"must be a probability in [0, 1], got {value!r}")
+            raise self.error(k, f"must be a probability in [0, 1], got {short(value)}")
         return float(value)
 
     def string(self, k: str, default: str) -> str:
@@ -110,7 +139,7 @@ class Config:
         if value is None:
             return default
         if not isinstance(value, str):
-            raise self.error(k, f"must be a string, got {value!r}")
+            raise self.error(k, f"must be a string, got {short(value)}")
         return value
 
     def list_of(self, k: str, kind: type, length: int | None = None) -> list | None:
@@ -120,7 +149,7 @@ class Config:
             return None
         if not isinstance(value, list) or not all(isinstance(v, kind) and not (kind is int and isinstance(v, bool))
                                                   for v in value):
-            raise self.error(k, f"must be a list of {kind.__name__}, got {value!r:.60}")
+            raise self.error(k, f"must be a list of {kind.__name__}, got {short(value, 60)}")
         if length is not None and len(value) != length:
             raise self.error(k, f"has {len(value)} entries, expected one per layer ({length})")
         return value
@@ -151,15 +180,13 @@ class Config:
 
 
 def read_json(path: Path, file: str) -> Any:
+    """The parsed ``config.json``, read through the bounded door of :mod:`parplan.spec` (size, depth, number and
+    string length limits)."""
+    from parplan.spec import load_json_file
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError("file not found", file=file) from None
-    except IsADirectoryError:
-        raise SpecError("is a directory without a config.json", file=file) from None
-    except UnicodeDecodeError:
-        raise SpecError("not a UTF-8 text file", file=file) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise SpecError(f"malformed JSON: {err.msg}", file=file, line=err.lineno, col=err.colno) from None
+        return load_json_file(path, file)
+    except SpecError as err:
+        if err.message.startswith("is a directory"):
+            raise SpecError("is a directory without a config.json", file=file) from None
+        raise

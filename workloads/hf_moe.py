@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from parplan.errors import SpecError
+from parplan.errors import SpecError, short
 from parplan.workloads.hf_config import MOE_ROUTING_KNOWN, Config
 from parplan.workloads.moe import MoESpec, moe_problem
 
@@ -99,7 +99,7 @@ def _mixtral(c: Config) -> dict:
     if window is not None:
         limit = c.raw("max_position_embeddings")
         if not (isinstance(window, int) and isinstance(limit, int) and window >= limit):
-            raise c.error("sliding_window", f"a {window!r}-token window on every layer is not expressible",
+            raise c.error("sliding_window", f"a {short(window)}-token window on every layer is not expressible",
                           hint="MoESpec keeps every full_attention_every-th layer full; set it to null")
     inter = c.pos_int("intermediate_size")
     c.keymap.update(experts=c.key("num_local_experts"), top_k=c.key("num_experts_per_tok"))

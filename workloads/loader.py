@@ -8,33 +8,34 @@ from typing import Any, Literal, Mapping, Optional
 from pydantic import Field
 
 from parplan.catalogs import entries
-from parplan.errors import SpecError, did_you_mean
-from parplan.spec import load_yaml_file, locate, validate
+from parplan.errors import SpecError, did_you_mean, short
+from parplan.spec import Name, load_yaml_file, locate, validate
 from parplan.workloads.registry import family_info
 # ArchitectureEntry / spec_from_architecture live with the dense family; re-exported here for back-compat
-from parplan.workloads.transformer import (ArchitectureEntry, TrainingJob, TransformerSpec, Workload,  # noqa: F401
-                                           _Strict, spec_from_architecture)
+from parplan.workloads.transformer import (MAX_GLOBAL_BATCH, MAX_MTP_LAYERS, MAX_SEQ_LEN,  # noqa: F401
+                                           ArchitectureEntry, TrainingJob, TransformerSpec, Workload, _Strict,
+                                           spec_from_architecture)
 
 DEFAULT_FAMILY = "dense-transformer"
 
 
 class TrainingEntry(_Strict):
-    seq_len: Optional[int] = Field(default=None, gt=0)
-    global_batch: Optional[int] = Field(default=None, gt=0)
+    seq_len: Optional[int] = Field(default=None, gt=0, le=MAX_SEQ_LEN)
+    global_batch: Optional[int] = Field(default=None, gt=0, le=MAX_GLOBAL_BATCH)
     precision: Literal["fp32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", "int8"] = "bf16"
     optimizer: Literal["adam", "adamw", "sgd"] = "adam"
     attention: Literal["flash", "materialized"] = "flash"
-    framework: Optional[str] = None  # a catalogs/frameworks id (checked against the catalog); default megatron-core
+    framework: Optional[Name] = None  # a catalogs/frameworks id (checked against the catalog); default megatron-core
     # family-specific keys (a family lists the ones it reads in FamilyInfo.training_keys)
     expert_imbalance: Optional[float] = Field(default=None, ge=1.0, le=64.0, strict=False)  # max/mean tokens per EP rank
-    mtp_layers: Optional[int] = Field(default=None, ge=0, le=16)  # multi-token-prediction modules trained (0 = off)
+    mtp_layers: Optional[int] = Field(default=None, ge=0, le=MAX_MTP_LAYERS)  # multi-token-prediction modules trained (0 = off)
 
 
 class WorkloadFile(_Strict):
     """A user's ``model.yaml``: a catalog id *or* an inline architecture *or* a Hugging Face config.json."""
 
-    model: Optional[str] = None
-    name: Optional[str] = None
+    model: Optional[Name] = None
+    name: Optional[Name] = None
     # validated by the schema of its family (architecture.family, default dense-transformer): spec_from_mapping
     architecture: Optional[dict[str, Any]] = None
     hf_config: Optional[str] = None
@@ -44,8 +45,8 @@ class WorkloadFile(_Strict):
 class CatalogWorkload(_Strict):
     """An entry of ``catalogs/workloads``: the architecture with its source, and the published training setup."""
 
-    id: str
-    name: str
+    id: Name
+    name: Name
     source: str = Field(min_length=8)
     architecture: dict[str, Any]  # validated by its family's schema (spec_from_mapping)
     training: TrainingEntry
@@ -77,7 +78,7 @@ def spec_from_mapping(data: Any, name: str, source: str, file: str | None,
 def catalog_workload(ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
     files = entries("workloads")
     if ident not in files:
-        raise SpecError(f"unknown workload id {ident!r}",
+        raise SpecError(f"unknown workload id {short(ident)}",
                         hint=did_you_mean(ident, list(files)) or "see `parplan catalog list workloads`")
     path = str(files[ident])
     raw = load_yaml_file(path)
@@ -111,7 +112,9 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
             if k in _RANGES:
                 v = _in_range(k, v, file)
             elif isinstance(v, int) and not isinstance(v, bool) and v <= 0:
-                raise SpecError(f"must be > 0, got {v}", key=f"training.{k}", file=file)
+                raise SpecError(f"must be > 0, got {short(v)}", key=f"training.{k}", file=file)
+            elif k in _MAXIMA and isinstance(v, int) and v > _MAXIMA[k]:
+                raise SpecError(f"bad value {short(v)}: must be ≤ {_MAXIMA[k]:,}", key=f"training.{k}", file=file)
             fields[k] = v
     for k in ("seq_len", "global_batch"):
         if fields.get(k) is None:
@@ -126,14 +129,16 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
 
 
 # range of the family-specific training keys given as overrides (the file schema checks the same)
-_RANGES = {"expert_imbalance": (float, 1.0, 64.0), "mtp_layers": (int, 0, 16)}
+_RANGES = {"expert_imbalance": (float, 1.0, 64.0), "mtp_layers": (int, 0, MAX_MTP_LAYERS)}
+# largest seq_len / global_batch given as overrides (the file schema checks the same)
+_MAXIMA = {"seq_len": MAX_SEQ_LEN, "global_batch": MAX_GLOBAL_BATCH}
 
 
 def _in_range(k: str, v: Any, file: str | None):
     kind, lo, hi = _RANGES[k]
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (kind is float or float(v).is_integer())
     if not ok or not (lo <= v <= hi):
-        raise SpecError(f"bad value {v!r}: must be {'a number' if kind is float else 'a whole number'} from {lo:g} "
+        raise SpecError(f"bad value {short(v)}: must be {'a number' if kind is float else 'a whole number'} from {lo:g} "
                         f"to {hi:g}", key=f"training.{k}", file=file)
     return kind(v)
 
@@ -211,6 +216,8 @@ def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Work
         return workload_from_dict(ref, None, None, **overrides)
     ref_s = str(ref)
     path = Path(ref_s)
+    if "\x00" in ref_s:  # no file has that name; Path.exists() would raise
+        raise SpecError(f"no workload file or catalog id {short(ref_s)}", hint="a name holds no NUL character")
     if path.suffix == ".json":
         from parplan.workloads.hf import load_hf_config
 
@@ -218,10 +225,18 @@ def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Work
         job = _job(None, None, ref_s, overrides)
         check_family_keys(spec, job, ref_s)
         return Workload(name=spec.name, model=spec, training=job, source_file=ref_s)
-    if path.suffix in (".yaml", ".yml") or path.exists():
+    if path.suffix in (".yaml", ".yml") or _exists(path):
         return workload_from_dict(load_yaml_file(path), ref_s, path.parent, **overrides)
     files = entries("workloads")
     if ref_s in files:
         return workload_from_dict({"model": ref_s}, None, None, **overrides)
-    raise SpecError(f"no workload file or catalog id {ref_s!r}",
+    raise SpecError(f"no workload file or catalog id {short(ref_s)}",
                     hint=did_you_mean(ref_s, list(files)) or "give a model YAML file or see `parplan catalog list workloads`")
+
+
+def _exists(p: Path) -> bool:
+    """``p.exists()``, False for a path the OS cannot even look up (too long, a NUL byte)."""
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False

@@ -22,7 +22,9 @@ from pydantic import Field
 
 from parplan.errors import SpecError
 from parplan.workloads.family import FamilyInfo
-from parplan.workloads.transformer import ArchitectureEntry, TransformerSpec, check_dense_architecture, dense_fields
+from parplan.workloads.transformer import (MAX_EXPERTS, MAX_FFN_HIDDEN, MAX_HEAD_DIM, MAX_LAYERS, MAX_LORA_RANK,
+                                           MAX_MTP_LAYERS, MAX_POSITION, MAX_SHARED_EXPERTS, ArchitectureEntry,
+                                           TransformerSpec, check_dense_architecture, dense_fields)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -253,21 +255,22 @@ class MoEArchitecture(ArchitectureEntry):
 
     family: Literal["moe-transformer"]
     ffn: Literal["gelu", "swiglu"]  # no default: every expert MLP type must be stated
-    experts: int = Field(ge=2)
-    top_k: int = Field(gt=0)
-    moe_ffn_hidden: int = Field(gt=0)
-    shared_experts: int = Field(default=0, ge=0)
-    shared_ffn_hidden: Optional[int] = Field(default=None, gt=0)
-    first_dense_layers: int = Field(default=0, ge=0)
-    moe_every: int = Field(default=1, gt=0)
-    q_lora_rank: Optional[int] = Field(default=None, gt=0)
-    kv_lora_rank: Optional[int] = Field(default=None, gt=0)
-    qk_nope_head_dim: Optional[int] = Field(default=None, gt=0)
-    qk_rope_head_dim: Optional[int] = Field(default=None, gt=0)
-    v_head_dim: Optional[int] = Field(default=None, gt=0)
-    mtp_layers: int = Field(default=0, ge=0)
-    sliding_window: Optional[int] = Field(default=None, gt=0)
-    full_attention_every: int = Field(default=1, gt=0)
+    # maxima: see the MAX_* constants of parplan.workloads.transformer
+    experts: int = Field(ge=2, le=MAX_EXPERTS)
+    top_k: int = Field(gt=0, le=MAX_EXPERTS)
+    moe_ffn_hidden: int = Field(gt=0, le=MAX_FFN_HIDDEN)
+    shared_experts: int = Field(default=0, ge=0, le=MAX_SHARED_EXPERTS)
+    shared_ffn_hidden: Optional[int] = Field(default=None, gt=0, le=MAX_FFN_HIDDEN)
+    first_dense_layers: int = Field(default=0, ge=0, le=MAX_LAYERS)
+    moe_every: int = Field(default=1, gt=0, le=MAX_LAYERS)
+    q_lora_rank: Optional[int] = Field(default=None, gt=0, le=MAX_LORA_RANK)
+    kv_lora_rank: Optional[int] = Field(default=None, gt=0, le=MAX_LORA_RANK)
+    qk_nope_head_dim: Optional[int] = Field(default=None, gt=0, le=MAX_HEAD_DIM)
+    qk_rope_head_dim: Optional[int] = Field(default=None, gt=0, le=MAX_HEAD_DIM)
+    v_head_dim: Optional[int] = Field(default=None, gt=0, le=MAX_HEAD_DIM)
+    mtp_layers: int = Field(default=0, ge=0, le=MAX_MTP_LAYERS)
+    sliding_window: Optional[int] = Field(default=None, gt=0, le=MAX_POSITION)
+    full_attention_every: int = Field(default=1, gt=0, le=MAX_LAYERS)
     expert_bias: bool = False
     router_bias: bool = False
 

@@ -95,24 +95,42 @@ class TransformerSpec:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+# Largest accepted architecture and training sizes (YAML schemas, Hugging Face configs, CLI overrides).  Each is
+# far beyond any published model, so only a typo or garbage is refused, and every product the cost model forms
+# (parameters × tokens × layers …) stays a finite float.
+MAX_LAYERS = 4096  # 30× the deepest published LLMs (Megatron 1T: 128 layers, Llama 3 405B: 126)
+MAX_HIDDEN = 262_144  # 10× the widest (Megatron 1T: 25,600)
+MAX_HEADS = 65_536  # 500× the most attention heads (Llama 3 405B: 128)
+MAX_HEAD_DIM = 65_536  # 250× the usual 64–256
+MAX_FFN_HIDDEN = 1_048_576  # 20× the widest MLP (Llama 3 405B: 53,248)
+MAX_VOCAB = 16_777_216  # 64× the largest vocabularies (~256k)
+MAX_POSITION = 16_777_216  # rows of a position table / tokens of a window: 2^24
+MAX_EXPERTS = 65_536  # 256× DeepSeek-V3's 256 routed experts
+MAX_SHARED_EXPERTS = 1024  # always-on experts per layer (published models have 0–2)
+MAX_LORA_RANK = MAX_HIDDEN  # MLA latent ranks (DeepSeek-V3: 512 / 1,536)
+MAX_MTP_LAYERS = 16  # multi-token-prediction modules (DeepSeek-V3: 1)
+MAX_SEQ_LEN = 16_777_216  # 2^24 tokens per sequence: 16× the longest published training contexts (1M)
+MAX_GLOBAL_BATCH = 16_777_216  # 2^24 sequences per step: 10^4× the usual 10^2–10^3
 
 
 class ArchitectureEntry(_Strict):
     """The ``architecture:`` mapping of the dense-transformer family."""
 
     family: Literal["dense-transformer"] = "dense-transformer"
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: Optional[int] = Field(default=None, gt=0)
-    ffn_hidden: Optional[int] = Field(default=None, gt=0)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: int = Field(gt=0, le=MAX_HIDDEN)
+    heads: int = Field(gt=0, le=MAX_HEADS)
+    kv_heads: Optional[int] = Field(default=None, gt=0, le=MAX_HEADS)
+    ffn_hidden: Optional[int] = Field(default=None, gt=0, le=MAX_FFN_HIDDEN)
     ffn: Literal["gelu", "swiglu"] = "gelu"
-    vocab: int = Field(gt=0)
+    vocab: int = Field(gt=0, le=MAX_VOCAB)
     tied_embeddings: bool = False
-    head_dim: Optional[int] = Field(default=None, gt=0)
+    head_dim: Optional[int] = Field(default=None, gt=0, le=MAX_HEAD_DIM)
     position: Literal["rope", "alibi", "learned"] = "rope"
-    max_position: Optional[int] = Field(default=None, gt=0)
+    max_position: Optional[int] = Field(default=None, gt=0, le=MAX_POSITION)
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
     bias: bool = False
     dropout: bool = False
