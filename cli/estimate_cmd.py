@@ -1,4 +1,9 @@
-"""``parplan estimate``: one plan → step time, throughput, MFU, memory, breakdown."""
+"""``parplan estimate``: one plan → step time, throughput, MFU, memory, breakdown.
+
+Exit codes: 0 estimated (a plan that does not fit is an estimate with ``fits: false``, not an error); 2 bad input —
+a bad option value, file or plan, or a partial plan whose completions are above --max-plans (refused before any is
+tried).
+"""
 from __future__ import annotations
 
 import io
@@ -14,6 +19,7 @@ from parplan.cli.common import (check_framework, check_precision, DebugOpt, Fram
                                 handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt, PrecisionOpt,
                                 SeqLenOpt, to_json)
 from parplan.models.estimate import Estimate
+from parplan.planner.budget import MAX_PLANS_HELP
 
 
 
@@ -94,9 +100,17 @@ def register(app: typer.Typer) -> None:
         framework: FrameworkOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
+        max_plans: Optional[int] = typer.Option(None, "--max-plans", show_default=False,
+                                                help="a partial plan: " + MAX_PLANS_HELP),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
         debug: DebugOpt = False,
     ) -> None:
         """Predict step time, throughput, MFU and memory of one parallel plan."""
+        from parplan.cli.suggest_cmd import LazyProgress
+        from parplan.planner.budget import check_max_plans
+
+        if max_plans is not None:
+            check_max_plans(max_plans)
         check_precision(precision)
         check_framework(framework)
         if (plan is None) == (plan_file is None):
@@ -122,8 +136,12 @@ def register(app: typer.Typer) -> None:
             else:
                 emit(render_hetero_estimate(res, w.name, c), output)
             return
-        e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision,
-                     framework=framework)
+        bar = LazyProgress(not quiet, "completing the plan")
+        try:
+            e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision,
+                         framework=framework, max_plans=max_plans, progress=bar)
+        finally:
+            bar.close()
         if fmt == Format.json:
             emit(to_json(e.to_dict()), output)
         elif fmt == Format.csv:

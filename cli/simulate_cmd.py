@@ -1,5 +1,12 @@
 """``parplan simulate`` (play one plan's step out in the reference executor) and ``parplan validate`` (analytical
-model vs executor: step time and peak memory, exit 1 beyond a tolerance)."""
+model vs executor: step time and peak memory, exit 1 beyond a tolerance).
+
+simulate exit codes: 0 simulated; 2 bad input — a bad option value, file or plan, or a step above --max-events
+(refused before it is built).
+validate exit codes: 0 every plan within the tolerance; 1 some plan beyond it; 2 bad input, --top above
+``VALIDATE_MAX_TOP``, or a plan above --max-events (every plan is estimated before any is simulated) or a search
+above --max-plans.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +18,29 @@ from rich.table import Table
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
                                 FormatOpt, FrameworkOpt, gib, GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg,
                                 out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
-from parplan.errors import SpecError
+from parplan.errors import SpecError, did_you_mean
+from parplan.executor.budget import MAX_EVENTS_HELP, TRACE_SHARE, check_max_events
+from parplan.planner.budget import MAX_PLANS_HELP, check_max_plans, check_number
+
+VALIDATE_MAX_TOP = 1_000  # validate --top K: plans simulated (each up to --max-events)
+MODES = ["auto", "replica", "full"]
+P2P_MODES = ["blocking", "async"]
+
+
+def _door_simulate(schedule, mode, p2p, max_events) -> None:
+    """Option values of ``simulate``, checked before anything is loaded."""
+    from parplan.executor.schedules import SCHEDULES
+
+    if schedule is not None and schedule not in SCHEDULES:
+        raise SpecError(f"unknown schedule {schedule!r}", key="--schedule", allowed=list(SCHEDULES),
+                        hint=did_you_mean(schedule, SCHEDULES))
+    if mode not in MODES:
+        raise SpecError(f"unknown mode {mode!r}", key="--mode", allowed=MODES, hint=did_you_mean(mode, MODES))
+    if p2p not in P2P_MODES:
+        raise SpecError(f"unknown p2p mode {p2p!r}", key="--p2p", allowed=P2P_MODES, hint=did_you_mean(p2p, P2P_MODES))
+    if max_events is not None:
+        check_max_events(max_events)
+
 
 def _load(model: str, hw: str, seq_len, global_batch, precision, framework=None):
     from parplan.hardware.catalog import load_cluster
@@ -136,13 +165,13 @@ def render_agreement(rows, tolerance: float, title: str) -> str:
     return cap.get()
 
 
-def _suggested_plans(workload, cluster, top: int) -> list:
+def _suggested_plans(workload, cluster, top: int, max_plans: int | None = None, progress=None) -> list:
     """Plans of the planner's top K (imported lazily: the planner is optional here)."""
     try:
         import parplan
 
         suggest = parplan.suggest
-        res = suggest(workload, cluster, top=top)
+        res = suggest(workload, cluster, top=top, max_plans=max_plans, progress=progress)
     except (ImportError, AttributeError) as exc:
         raise SpecError(f"--top needs the planner (parplan.suggest), which is not available: {exc}", key="--top",
                         hint="pass --plan instead") from None
@@ -171,25 +200,40 @@ def register(app: typer.Typer) -> None:
         framework: FrameworkOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
+        max_events: Optional[int] = typer.Option(None, "--max-events", help=MAX_EVENTS_HELP, show_default=False),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
         debug: DebugOpt = False,
     ) -> None:
         """Simulate one training step of a plan, op by op (reference executor)."""
         from parplan.cli.estimate_cmd import frame_csv
+        from parplan.cli.suggest_cmd import LazyProgress
+        from parplan.executor.budget import DEFAULT_MAX_EVENTS
         from parplan.executor.simulate import simulate_plan
         from parplan.executor.trace import write_chrome_trace
         from parplan.models.plan import parse_plan
 
+        _door_simulate(schedule, mode, p2p, max_events)
+        limit = DEFAULT_MAX_EVENTS if max_events is None else max_events
+        if trace is not None:  # a trace holds every event once more while it is written
+            limit = max(1, int(limit * TRACE_SHARE))
         w, c = _load(model, hw, seq_len, global_batch, precision, framework)
         p = parse_plan(plan, c.n_devices)
-        s = simulate_plan(w, c, p, schedule=schedule, slowdown=_split_items(slowdown), mode=mode, p2p=p2p)
-        if trace is not None:
-            write_chrome_trace(s, trace)
-        if fmt == Format.json:
-            emit(to_json(s.to_dict()), output)
-        elif fmt == Format.csv:
-            emit(frame_csv(_device_rows(s)), output)
-        else:
-            emit(render_simulation(s), output)
+        bar = LazyProgress(not quiet, "simulating")
+        try:
+            s = simulate_plan(w, c, p, schedule=schedule, slowdown=_split_items(slowdown), mode=mode, p2p=p2p,
+                              max_events=limit, progress=bar)
+            with bar.phase("writing"):
+                if trace is not None:
+                    write_chrome_trace(s, trace)
+                if fmt == Format.json:
+                    text = to_json(s.to_dict())
+                elif fmt == Format.csv:
+                    text = frame_csv(_device_rows(s))
+                else:
+                    text = render_simulation(s)
+        finally:
+            bar.close()
+        emit(text, output)
 
     @app.command("validate")
     @handle_errors
@@ -197,36 +241,65 @@ def register(app: typer.Typer) -> None:
         model: ModelArg,
         hw: HwOpt,
         plan: Optional[List[str]] = typer.Option(None, "--plan", help="a plan to check (repeatable)"),
-        top: Optional[int] = typer.Option(None, "--top", help="check the planner's K best plans instead"),
-        tolerance: float = typer.Option(0.05, "--tolerance", help="largest accepted relative difference"),
+        top: Optional[int] = typer.Option(None, "--top", help=f"check the planner's K best plans instead (1–"
+                                                              f"{VALIDATE_MAX_TOP:,})"),
+        tolerance: float = typer.Option(0.05, "--tolerance", help="largest accepted relative difference, in (0, 1)"),
         seq_len: SeqLenOpt = None,
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
         framework: FrameworkOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
+        max_events: Optional[int] = typer.Option(None, "--max-events", help=MAX_EVENTS_HELP + "; per plan",
+                                                 show_default=False),
+        max_plans: Optional[int] = typer.Option(None, "--max-plans", help="--top: " + MAX_PLANS_HELP,
+                                                show_default=False),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
         debug: DebugOpt = False,
     ) -> None:
         """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance."""
         from parplan.cli.estimate_cmd import frame_csv
+        from parplan.cli.suggest_cmd import LazyProgress
         from parplan.executor.agreement import compare_plan
+        from parplan.executor.budget import DEFAULT_MAX_EVENTS, over_event_budget
+        from parplan.executor.simulate import plan_events
         from parplan.models.plan import parse_plan
 
-        if not (0.0 < tolerance < 1.0):
+        if not (0.0 < tolerance < 1.0):  # nan and inf fail too
             raise SpecError(f"bad tolerance {tolerance!r}: must be between 0 and 1", key="--tolerance",
                             hint="e.g. 0.05 for 5 %")
+        if top is not None:
+            check_number(top, "--top", lo=1, integer=True)
+            check_number(top, "--top", hi=VALIDATE_MAX_TOP, integer=True,
+                         what="plans simulated, each up to --max-events", hint="validate the best ones, or --plan")
+        if max_events is not None:
+            check_max_events(max_events)
+        if max_plans is not None:
+            check_max_plans(max_plans)
         if bool(plan) == (top is not None):
             raise SpecError("give either --plan (one or more) or --top K", key="--plan")
+        limit = DEFAULT_MAX_EVENTS if max_events is None else max_events
         w, c = _load(model, hw, seq_len, global_batch, precision, framework)
-        if top is not None:
-            if top < 1:
-                raise SpecError(f"bad value {top!r}: must be ≥ 1", key="--top")
-            plans = _suggested_plans(w, c, top)
-            if not plans:
-                raise SpecError("the planner found no plan to validate", key="--top")
-        else:
-            plans = [parse_plan(x, c.n_devices) for x in plan]
-        rows = [compare_plan(w, c, p) for p in plans]
+        bar = LazyProgress(not quiet, "validating")
+        try:
+            if top is not None:
+                plans = _suggested_plans(w, c, top, max_plans=max_plans, progress=bar)
+                if not plans:
+                    raise SpecError("the planner found no plan to validate", key="--top")
+            else:
+                plans = [parse_plan(x, c.n_devices) for x in plan]
+            # every plan's events before any is simulated
+            for i, p in enumerate(plans):
+                bar(i, 2 * len(plans))
+                est = plan_events(w, c, p)
+                if est.events > limit:
+                    raise over_event_budget(est, limit, f"plan {short_plan(p)}")
+            rows = []
+            for i, p in enumerate(plans):
+                bar(len(plans) + i, 2 * len(plans))
+                rows.append(compare_plan(w, c, p, max_events=limit))
+        finally:
+            bar.close()
         if fmt == Format.json:
             emit(to_json({"workload": w.name, "cluster": c.name, "tolerance": tolerance,
                           "ok": all(a.ok(tolerance) for a in rows),

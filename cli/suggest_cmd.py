@@ -2,25 +2,33 @@
 
 suggest exit codes: 0 plans found; 1 nothing fits in memory (stdout: an empty table / a CSV header / JSON with no
 plans; stderr: why, and what would fit — more nodes, another precision, a smaller batch, recompute=full, fewer
-pins), or the devices objective's target is not reached within --max-nodes; 2 bad input.
+pins), or the devices objective's target is not reached within --max-nodes (the input is fine, the requirement is
+not met); 2 bad input — a bad option value, file or plan, or work above a budget (--max-plans,
+--max-configurations: refused before searching).
 check exit codes: 0 a plan meets every requirement; 1 none does (the closest plan and each failed requirement with
-its shortfall are printed); 2 bad input.
+its shortfall are printed; a plan that does not fit never passes); 2 bad input or work above --max-plans.
+Option values are checked before anything is loaded (``door``): finite, in range, one line each.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 from rich.table import Table
 
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, err_console, EXIT_CHECK_FAILED,
                                 Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, human_s, HwOpt,
                                 ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
 from parplan.errors import SpecError, did_you_mean
+from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_MBS, MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S,
+                                    MAX_TOP, TABLE_ROWS, check_max_plans, check_number)
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
 GiB = float(2**30)
@@ -33,34 +41,77 @@ class _Err:
         typer.echo(text, err=True)
 
 
+class _Count(ProgressColumn):
+    """``done/total`` (nothing while a step without counts runs)."""
+
+    def render(self, task) -> Text:
+        return Text("" if task.total is None else f"{task.completed:,.0f}/{task.total:,.0f}")
+
+
 class LazyProgress:
     """A rich progress bar on stderr that appears only once the work has run for ``delay_s`` (never for quick
-    searches), and only when stderr is a terminal; ``enabled=False`` (--quiet) hides it."""
+    searches), and only when stderr is a terminal; ``enabled=False`` (--quiet) hides it.
+
+    Call it as ``f(done, total, nodes=None)`` while counted work runs; ``with bar.phase("writing"):`` around one
+    long step that reports nothing (rendering, JSON): a timer shows the bar, with its elapsed time, if the step
+    runs past ``delay_s``.  ``close()`` removes it."""
 
     def __init__(self, enabled: bool, label: str, delay_s: float = 1.0):
         self.enabled = enabled and sys.stderr.isatty()
         self.label, self.delay_s = label, delay_s
         self.t0 = time.perf_counter()
+        self.t0_clock = time.monotonic()  # rich's clock
         self.bar: Optional[Progress] = None
         self.task = None
+        self._lock = threading.Lock()
+
+    def _start(self, total, label: str | None = None) -> None:
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn(),
+                            console=err_console(), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task(label or self.label, total=total)
+        for task in self.bar.tasks:  # the elapsed time counts from the start of the work, not of the bar
+            if task.id == self.task:
+                task.start_time = self.t0_clock
 
     def __call__(self, done: int, total: int, nodes=None) -> None:
         if not self.enabled:
             return
-        if self.bar is None:
-            if time.perf_counter() - self.t0 < self.delay_s:
-                return
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                TimeElapsedColumn(), console=err_console(), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task(self.label, total=max(total, 1))
-        desc = self.label if nodes is None else f"{self.label}: {nodes} nodes"
-        self.bar.update(self.task, completed=done, total=max(total, 1), description=desc)
+        with self._lock:
+            if self.bar is None:
+                if time.perf_counter() - self.t0 < self.delay_s:
+                    return
+                self._start(max(total, 1))
+            desc = self.label if nodes is None else f"{self.label}: {nodes} nodes"
+            self.bar.update(self.task, completed=done, total=max(total, 1), description=desc)
+
+    @contextlib.contextmanager
+    def phase(self, label: str):
+        """One long step without counts: the bar (elapsed time, no total) if it runs past ``delay_s``."""
+        if not self.enabled:
+            yield
+            return
+
+        def show():
+            with self._lock:
+                if self.bar is None:
+                    self._start(None, label)
+                else:
+                    self.bar.update(self.task, description=label, total=None, completed=0)
+
+        timer = threading.Timer(self.delay_s, show)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
+        with self._lock:
+            if self.bar is not None:
+                self.bar.stop()
+                self.bar = None
 
 
 def _short_plan(row) -> str:
@@ -68,9 +119,12 @@ def _short_plan(row) -> str:
             f"{row.recompute[:3]}{' sp' if row.sp else ''}")
 
 
-def render_plans(ps, explain_lines: list[str] | None = None) -> str:
-    """Compact table: plan, step time, throughput, MFU, memory; time shares and memory parts."""
+def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | None = None) -> str:
+    """Compact table: plan, step time, throughput, MFU, memory; time shares and memory parts (the first
+    ``max_rows`` plans)."""
     df = ps.to_frame()
+    if max_rows is not None:
+        df = df.head(max_rows)
     con = out_console(200)
     with con.capture() as cap:
         s = ps.stats
@@ -118,6 +172,29 @@ def _fmt_duration(s: float) -> str:
     return f"{s:.0f} s"
 
 
+MAX_PLANS_OPT = typer.Option(None, "--max-plans", help=MAX_PLANS_HELP, show_default=False)
+
+
+def _door_suggest(top, memory_headroom, max_mbs, price_per_hour, target_tokens_per_s, max_nodes, time_limit,
+                  max_plans, max_configurations) -> None:
+    """Option values of ``suggest``, checked before anything is loaded (one line, exit 2, naming the option)."""
+    check_number(top, "--top", lo=0, hi=MAX_TOP, integer=True, what="plans reported; 0 = every plan that fits")
+    check_number(memory_headroom, "--memory-headroom", lo=0.0, hi=0.5,
+                 hint="a fraction of device memory kept free, e.g. 0.1")
+    check_number(max_mbs, "--max-mbs", lo=1, hi=MAX_MBS, integer=True,
+                 what=f"micro-batch sizes 1..max-mbs are searched; at most {MAX_MBS:,}",
+                 hint="pin a larger one with --fix mbs=N")
+    check_number(price_per_hour, "--price-per-hour", lo=0, lo_open=True, hint="USD per device-hour, e.g. 2.5")
+    check_number(target_tokens_per_s, "--target-tokens-per-s", lo=0, lo_open=True,
+                 hint="a throughput in tokens per second, e.g. 2e6")
+    check_number(max_nodes, "--max-nodes", lo=1, hi=MAX_NODES, integer=True, what="sizing: node counts searched")
+    check_number(time_limit, "--time-limit", lo=0, lo_open=True, hi=MAX_TIME_LIMIT_S,
+                 hint="seconds per ILP solve, e.g. 10")
+    if max_plans is not None:
+        check_max_plans(max_plans)
+    check_number(max_configurations, "--max-configurations", lo=1, integer=True)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("suggest")
     @handle_errors
@@ -128,7 +205,8 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         precision: PrecisionOpt = None,
         framework: FrameworkOpt = None,
-        top: int = typer.Option(10, "--top", help="how many plans to print (0 = every plan that fits)"),
+        top: int = typer.Option(10, "--top", help=f"how many plans to print (0 = every plan that fits; at most "
+                                                  f"{MAX_TOP:,}; a table shows the first {TABLE_ROWS:,})"),
         objective: Optional[str] = typer.Option(None, "--objective",
                                                 help="throughput (default) | memory | cost | devices "
                                                      "(devices is implied by a target or deadline)"),
@@ -137,20 +215,29 @@ def register(app: typer.Typer) -> None:
                                               help="fraction of device memory kept free, 0.0–0.5"),
         allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
                                                  help="let tensor parallelism span nodes"),
-        max_mbs: int = typer.Option(32, "--max-mbs", help="largest micro-batch size searched"),
+        max_mbs: int = typer.Option(32, "--max-mbs", help=f"largest micro-batch size searched (1–{MAX_MBS:,}; "
+                                                          "--fix mbs=N pins any)"),
         price_per_hour: Optional[float] = typer.Option(None, "--price-per-hour",
                                                        help="USD per device-hour (your own figure) for --objective cost"),
         target_tokens_per_s: Optional[float] = typer.Option(None, "--target-tokens-per-s",
-                                                            help="sizing: the throughput to reach"),
+                                                            help="sizing: the throughput to reach (> 0, finite)"),
         deadline: Optional[str] = typer.Option(None, "--deadline", help='sizing: seconds or e.g. "30d", "12h"'),
         token_budget: Optional[str] = typer.Option(None, "--token-budget", help='tokens to train, e.g. "15T"'),
         max_nodes: Optional[int] = typer.Option(None, "--max-nodes",
-                                                help="sizing: most nodes searched (default: the cluster's)"),
+                                                help=f"sizing: most nodes searched (default: the cluster's; at most "
+                                                     f"{MAX_NODES:,})"),
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         explain: bool = typer.Option(False, "--explain", help="why the best wins, and why other plans are out"),
         solver: str = typer.Option("cbc", "--solver", help="multi-group clusters: ILP solver, cbc | highs"),
-        time_limit: float = typer.Option(10.0, "--time-limit", help="multi-group clusters: seconds per ILP solve"),
+        time_limit: float = typer.Option(10.0, "--time-limit",
+                                         help=f"multi-group clusters: seconds per ILP solve, in (0, "
+                                              f"{MAX_TIME_LIMIT_S:g}]"),
+        max_plans: Optional[int] = MAX_PLANS_OPT,
+        max_configurations: Optional[int] = typer.Option(
+            None, "--max-configurations", show_default=False,
+            help=f"multi-group clusters: work budget, the most shape × knob configurations planned (default "
+                 f"{DEFAULT_MAX_CONFIGURATIONS:,}; each may take two rounds of ILP solves)"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar, no summary line"),
         debug: DebugOpt = False,
     ) -> None:
@@ -162,6 +249,8 @@ def register(app: typer.Typer) -> None:
         from parplan.planner.planset import advice, suggest_plans
         from parplan.workloads.loader import load_workload
 
+        _door_suggest(top, memory_headroom, max_mbs, price_per_hour, target_tokens_per_s, max_nodes, time_limit,
+                      max_plans, max_configurations)
         check_precision(precision)
         check_framework(framework)
         if objective is not None and objective not in OBJECTIVE_NAMES:
@@ -187,15 +276,20 @@ def register(app: typer.Typer) -> None:
             bar = LazyProgress(not quiet, "planning")
             try:
                 hp = planner.plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
-                                 mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs), progress=bar)
+                                         mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs), progress=bar,
+                                         max_configurations=max_configurations, max_plans=max_plans)
+                with bar.phase("writing"):
+                    if fmt == Format.json:
+                        text = to_json(hetero_json(hp, w.name, c, top))
+                    elif fmt == Format.csv:
+                        text = frame_to_csv(hetero_frame(hp, w.name, c, top))
+                    else:
+                        text = render_hetero(hp, w.name, c, min(top or TABLE_ROWS, TABLE_ROWS)) \
+                            if hp.candidates else None
             finally:
                 bar.close()
-            if fmt == Format.json:
-                emit(to_json(hetero_json(hp, w.name, c, top)), output)
-            elif fmt == Format.csv:
-                emit(frame_to_csv(hetero_frame(hp, w.name, c, top)), output)
-            elif hp.candidates:
-                emit(render_hetero(hp, w.name, c, top), output)
+            if text is not None:
+                emit(text, output)
             err = _Err()
             st = hp.stats
             if not quiet:
@@ -211,21 +305,27 @@ def register(app: typer.Typer) -> None:
                           "more devices or a smaller global batch")
                 raise typer.Exit(EXIT_CHECK_FAILED)
             return
-        opts = _search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs)
+        opts = _search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs, max_plans)
         bar = LazyProgress(not quiet, "searching")
         try:
             ps = suggest_plans(w, c, objective=objective, top=top, options=opts, price_per_hour=price_per_hour,
                                target_tokens_per_s=target_tokens_per_s, deadline=deadline, token_budget=token_budget,
                                max_nodes=max_nodes, progress=bar)
+            with bar.phase("writing"):
+                if fmt == Format.json:
+                    text = to_json(ps.to_dict())
+                elif fmt == Format.csv:
+                    text = to_csv(ps.to_frame())
+                else:
+                    text = render_plans(ps, max_rows=TABLE_ROWS) if len(ps) else None
         finally:
             bar.close()
+        if text is not None:
+            emit(text, output)
         err = _Err()
-        if fmt == Format.json:
-            emit(to_json(ps.to_dict()), output)
-        elif fmt == Format.csv:
-            emit(to_csv(ps.to_frame()), output)
-        elif len(ps):
-            emit(render_plans(ps), output)
+        if fmt == Format.table and len(ps) > TABLE_ROWS:
+            err.print(f"note: the table shows the first {TABLE_ROWS:,} of {len(ps):,} plans; --format csv or json "
+                      "writes them all")
         s = ps.stats
         if not quiet:
             sized = (f"searched {len(ps.sizing.tried)} node counts in {s.wall_s:.2f} s; at {s.n_nodes} nodes: "
@@ -237,14 +337,24 @@ def register(app: typer.Typer) -> None:
         code = 0
         if ps.sizing is not None:
             z = ps.sizing
+            for note in z.notes:
+                err.print(f"note: sizing: {note}")
             if z.n_nodes is not None:
-                err.print(f"sizing: {z.n_nodes} nodes ({z.n_devices:,} devices) is the fewest reaching "
+                fewest = ("is the fewest reaching" if not z.notes
+                          else "reach (an upper bound of the fewest, see the note)")
+                err.print(f"sizing: {z.n_nodes} nodes ({z.n_devices:,} devices) {fewest} "
                           f"{z.target_tokens_per_s:,.0f} tokens/s (best plan: {ps.best.tokens_per_s:,.0f} tokens/s)",
                           markup=False)
+            elif z.n_start > z.max_nodes:
+                err.print(f"sizing: no node count up to {z.max_nodes:,} reaches {z.target_tokens_per_s:,.0f} "
+                          f"tokens/s: even at 100 % MFU it needs at least {z.n_start:,} nodes; raise --max-nodes",
+                          markup=False)
+                code = EXIT_CHECK_FAILED
             else:
                 reached = max((t for _, t in z.tried if t == t), default=float("nan"))
-                err.print(f"sizing: no node count up to {z.max_nodes} reaches {z.target_tokens_per_s:,.0f} tokens/s "
-                          f"(best found {reached:,.0f}); raise --max-nodes", markup=False)
+                best = f"best found {reached:,.0f}" if reached == reached else "no plan fits at any node count searched"
+                err.print(f"sizing: no node count up to {z.max_nodes:,} reaches {z.target_tokens_per_s:,.0f} tokens/s "
+                          f"({best}); raise --max-nodes", markup=False)
                 code = EXIT_CHECK_FAILED
         if ps.token_budget is not None and len(ps):
             secs = ps.token_budget / ps.best.tokens_per_s
@@ -252,13 +362,21 @@ def register(app: typer.Typer) -> None:
             if ps.price_per_hour is not None:
                 line += f", ≈ ${secs / 3600 * s.n_devices * ps.price_per_hour:,.0f} at ${ps.price_per_hour:g}/device-hour"
             err.print(line, markup=False)
+        if not len(ps) and len(ps.evaluated.space) == 0:
+            return_code = code or EXIT_CHECK_FAILED  # sizing: the largest node count has no valid plan at all
+            raise typer.Exit(return_code)
         if explain or not len(ps):
             for line in ps.explain():
                 err.print(("why: " if explain else "") + line, markup=False)
         if not len(ps):
             err.print(f"error: no plan fits in {ps.evaluated.limit_bytes / GiB:.1f} GiB per device; what would fit:",
                       markup=False)
-            for line in advice(w, ps.cluster, opts) or ["nothing found: try a larger cluster"]:
+            bar = LazyProgress(not quiet, "advice")
+            try:
+                lines = advice(w, ps.cluster, opts, progress=bar)
+            finally:
+                bar.close()
+            for line in lines or ["nothing found: try a larger cluster"]:
                 err.print(f"  {line}", markup=False)
             code = EXIT_CHECK_FAILED
         if code:
@@ -270,11 +388,15 @@ def register(app: typer.Typer) -> None:
         model: ModelArg,
         hw: HwOpt,
         plan: Optional[str] = typer.Option(None, "--plan", help="check this plan (default: search every plan)"),
-        min_tokens_per_s: Optional[float] = typer.Option(None, "--min-tokens-per-s", help="required throughput"),
-        max_step_time_s: Optional[float] = typer.Option(None, "--max-step-time-s", help="longest allowed step"),
-        max_memory_fraction: Optional[float] = typer.Option(None, "--max-memory-fraction",
-                                                            help="peak memory / device memory (default 1.0: fits)"),
-        min_mfu: Optional[float] = typer.Option(None, "--min-mfu", help="required model FLOPs utilization (0–1)"),
+        min_tokens_per_s: Optional[float] = typer.Option(None, "--min-tokens-per-s",
+                                                         help="required throughput (> 0, finite)"),
+        max_step_time_s: Optional[float] = typer.Option(None, "--max-step-time-s",
+                                                        help="longest allowed step (> 0, finite)"),
+        max_memory_fraction: Optional[float] = typer.Option(
+            None, "--max-memory-fraction",
+            help="peak memory / device memory, in (0, 1] (default 1.0: fits; above 1 is an error — a plan that does "
+                 "not fit never passes)"),
+        min_mfu: Optional[float] = typer.Option(None, "--min-mfu", help="required model FLOPs utilization, in (0, 1]"),
         global_batch: GlobalBatchOpt = None,
         seq_len: SeqLenOpt = None,
         precision: PrecisionOpt = None,
@@ -284,6 +406,7 @@ def register(app: typer.Typer) -> None:
         junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML report here"),
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
+        max_plans: Optional[int] = MAX_PLANS_OPT,
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
         debug: DebugOpt = False,
     ) -> None:
@@ -291,9 +414,12 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from parplan.api import check
-        from parplan.planner.check import junit_xml
+        from parplan.planner.check import junit_xml, requirements
         from parplan.planner.export import to_csv
 
+        requirements(min_tokens_per_s, max_step_time_s, max_memory_fraction, min_mfu)  # at the door
+        if max_plans is not None:
+            check_max_plans(max_plans)
         check_precision(precision)
         if plan is not None and fix:
             raise SpecError("--fix pins the search; it cannot be combined with --plan", key="--fix")
@@ -302,7 +428,7 @@ def register(app: typer.Typer) -> None:
             r = check(model, hw, plan, min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,
                       max_memory_fraction=max_memory_fraction, min_mfu=min_mfu, fix=fix,
                       allow_cross_node_tp=allow_cross_node_tp, progress=bar, seq_len=seq_len,
-                      global_batch=global_batch, precision=precision)
+                      global_batch=global_batch, precision=precision, max_plans=max_plans)
         finally:
             bar.close()
         e = r.estimate

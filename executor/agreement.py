@@ -89,6 +89,8 @@ def agreement(sched: Schedule) -> Agreement:
                      simulated_ep_wait_s=sched.exposed_comm_s.get("ep", 0.0))
 
 
-def compare_plan(workload, cluster, plan: Plan, eff=None) -> Agreement:
-    """Simulate ``plan`` with its default schedule and compare with the analytical estimate."""
-    return agreement(simulate_plan(workload, cluster, plan, eff=eff, mode="replica"))
+def compare_plan(workload, cluster, plan: Plan, eff=None, *, max_events: int | None = None, progress=None) -> Agreement:
+    """Simulate ``plan`` with its default schedule and compare with the analytical estimate (``max_events``: the
+    simulation's work budget, see ``simulate_costs``)."""
+    return agreement(simulate_plan(workload, cluster, plan, eff=eff, mode="replica", max_events=max_events,
+                                   progress=progress))

@@ -111,18 +111,22 @@ class RunResult:
     events: int  # heap events processed (finishes + joins, stale ones included) = events pushed
 
 
-def run(prog: Program) -> RunResult:
-    """Play the program out; see the module docstring for the semantics."""
+PROGRESS_EVERY = 1 << 16  # heap events between two progress reports
+
+
+def run(prog: Program, progress=None) -> RunResult:
+    """Play the program out; see the module docstring for the semantics.  ``progress``: ``f(events processed)``
+    every ``PROGRESS_EVERY`` events."""
     gc_was = gc.isenabled()
     gc.disable()  # everything here is acyclic; cyclic-GC passes over millions of new objects would dominate
     try:
-        return _run(prog)
+        return _run(prog, progress)
     finally:
         if gc_was:
             gc.enable()
 
 
-def _run(prog: Program) -> RunResult:
+def _run(prog: Program, progress=None) -> RunResult:
     n = len(prog)
     ostream = prog.column("stream")
     dur = prog.column("dur")
@@ -241,8 +245,15 @@ def _run(prog: Program) -> RunResult:
             else:
                 begin_transfer(o, 0.0)
 
+    tick = PROGRESS_EVERY if progress is not None else -1  # a countdown: one decrement per event, no call
+    popped = 0
     while heap:
         t, pr, sq, o = pop(heap)
+        tick -= 1
+        if not tick:
+            popped += PROGRESS_EVERY
+            progress(popped)
+            tick = PROGRESS_EVERY
         if pr:  # a transfer's latency has elapsed: it joins its links
             join[o] = t
             retime(olinks[o], t, -1, o)

@@ -26,7 +26,8 @@ def _node(rank: int, dpn: int) -> int:
 
 
 def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: list[float],
-                  p2p: str = "blocking") -> _Built:
+                  p2p: str = "blocking", progress=None) -> _Built:
+    """The program of one step (see the module docstring); ``progress``: ``f(ops built)`` every 4,096 passes."""
     p, v, m = costs.pp, costs.vpp, costs.micro_batches
     K = p * v
     zero = costs.zero
@@ -133,6 +134,8 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
             else:
                 last_w[c] = idx
         for idx, (ps, j, c) in enumerate(order):
+            if progress is not None and not idx & 4095:
+                progress(len(prog.ops))
             k = c * p + s
             nk = max(1, int(layers[k]))
             if ps == "F":

@@ -81,6 +81,7 @@ class Schedule:
     workload: str = ""
     cluster: str = ""
     analytical: dict = field(default_factory=dict)  # the model's scalars when simulated from a plan
+    events_estimate: object = field(default=None, repr=False, compare=False)  # budget.EventEstimate (before building)
     _event_source: object = field(default=None, repr=False, compare=False)
     _events: object = field(default=None, repr=False, compare=False)
 

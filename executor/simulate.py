@@ -62,6 +62,7 @@ import math
 
 from parplan.errors import SpecError
 from parplan.executor.analysis import analyze, build_events  # noqa: F401  (re-exported)
+from parplan.executor.budget import DEFAULT_MAX_EVENTS, check_max_events, estimate_events, over_event_budget
 from parplan.executor.costs import PipelineCosts
 from parplan.executor.engine import run
 from parplan.executor.program import _Built, _node, build_program  # noqa: F401  (re-exported)
@@ -71,7 +72,7 @@ from parplan.executor.schedules import check_schedule, default_schedule
 FULL_MODE_MAX_DEVICES = 64
 MODES = ("auto", "replica", "full")
 __all__ = ["DeviceStats", "Event", "LinkStats", "Schedule", "_Built", "_device_factors", "_node", "analyze",
-           "build_events", "build_program", "parse_slowdowns", "simulate_costs", "simulate_plan"]
+           "build_events", "build_program", "parse_slowdowns", "plan_events", "simulate_costs", "simulate_plan"]
 
 
 def parse_slowdowns(items, n_devices: int, pp: int, ranks_per_stage: int) -> dict:
@@ -128,8 +129,15 @@ def _device_factors(slow: dict, replicas: int, pp: int, notes: list) -> list[flo
 
 
 def simulate_costs(costs: PipelineCosts, schedule: str | None = None, *, mode: str = "replica",
-                   slowdown: dict | None = None, p2p: str = "blocking", n_devices: int | None = None) -> Schedule:
-    """Simulate hand-made or model-derived ``costs``.  ``slowdown``: {(replica or None, stage): factor}."""
+                   slowdown: dict | None = None, p2p: str = "blocking", n_devices: int | None = None,
+                   max_events: int | None = None, progress=None) -> Schedule:
+    """Simulate hand-made or model-derived ``costs``.  ``slowdown``: {(replica or None, stage): factor}.
+
+    Work budget (``executor.budget``): the events (ops + transfers) are estimated before the program is built;
+    above ``max_events`` (default ``DEFAULT_MAX_EVENTS``) ``mode="auto"`` falls back from the full cluster to one
+    replica (with a note), and otherwise an ``EventBudgetError`` is raised.  ``progress``: ``f(done, total,
+    None)`` while the program is built and played."""
+    limit = DEFAULT_MAX_EVENTS if max_events is None else check_max_events(max_events)
     schedule = schedule or default_schedule(costs.vpp)
     check_schedule(schedule, costs.pp, costs.vpp, costs.micro_batches, costs.zero)
     if mode not in MODES:
@@ -138,23 +146,39 @@ def simulate_costs(costs: PipelineCosts, schedule: str | None = None, *, mode: s
         raise SpecError(f"unknown p2p mode {p2p!r}", key="p2p", allowed=["blocking", "async"])
     slow = dict(slowdown or {})
     n_dev = n_devices if n_devices is not None else costs.dp_replicas * costs.pp * costs.ranks_per_stage
+    notes: list = list(costs.notes)
     if mode == "auto":
         spread = {r for (r, _s) in slow if r is not None}
         mode = "full" if (len(spread) > 1 and n_dev <= FULL_MODE_MAX_DEVICES) else "replica"
+        if mode == "full" and estimate_events(costs, schedule, costs.dp_replicas).events > limit:
+            mode = "replica"
+            notes.append(f"one replica simulated, not all {costs.dp_replicas}: the full cluster would pass the event "
+                         f"budget of {limit:,} (--max-events)")
     if mode == "full" and n_dev > FULL_MODE_MAX_DEVICES:
         raise SpecError(f"full-cluster simulation is limited to {FULL_MODE_MAX_DEVICES} devices ({n_dev} here)",
                         key="--mode", hint="use --mode replica (exact for homogeneous plans)")
     replicas = costs.dp_replicas if mode == "full" else 1
-    notes: list = list(costs.notes)
+    est = estimate_events(costs, schedule, replicas)
+    if est.events > limit:
+        raise over_event_budget(est, limit, f"the {schedule} step ({costs.micro_batches:,} micro-batches, pp="
+                                            f"{costs.pp}, vpp={costs.vpp}, {replicas} replica"
+                                            f"{'s' if replicas > 1 else ''})",
+                                hint="use --mode replica" if mode == "full" else None)
     factors = _device_factors(slow, replicas, costs.pp, notes)
-    built = build_program(costs, schedule, replicas, factors, p2p=p2p)
-    res = run(built.prog)
-    return analyze(built, res, costs, schedule, mode, replicas, factors, notes)
+    total = 2 * est.ops
+    built = build_program(costs, schedule, replicas, factors, p2p=p2p,
+                          progress=None if progress is None else (lambda done: progress(min(done, total), total, None)))
+    res = run(built.prog, progress=None if progress is None else
+              (lambda done: progress(min(est.ops + done, total), total, None)))
+    sched = analyze(built, res, costs, schedule, mode, replicas, factors, notes)
+    sched.events_estimate = est
+    return sched
 
 
 def simulate_plan(workload, cluster, plan, *, schedule: str | None = None, slowdown=None, mode: str = "auto",
-                  p2p: str = "blocking", eff=None) -> Schedule:
-    """Validate ``plan``, take its per-op costs from the analytical model, simulate one step."""
+                  p2p: str = "blocking", eff=None, max_events: int | None = None, progress=None) -> Schedule:
+    """Validate ``plan``, take its per-op costs from the analytical model, simulate one step (within
+    ``max_events``, see ``simulate_costs``)."""
     from parplan.executor.families import model_costs
     from parplan.models.estimate import validate_plan
 
@@ -162,9 +186,22 @@ def simulate_plan(workload, cluster, plan, *, schedule: str | None = None, slowd
     costs, res = model_costs(workload, cluster, plan, eff)
     slow = parse_slowdowns(slowdown, cluster.n_devices, plan.pp, plan.tp * plan.cp) \
         if not isinstance(slowdown, dict) else slowdown
-    sched = simulate_costs(costs, schedule, mode=mode, slowdown=slow, p2p=p2p, n_devices=cluster.n_devices)
+    sched = simulate_costs(costs, schedule, mode=mode, slowdown=slow, p2p=p2p, n_devices=cluster.n_devices,
+                           max_events=max_events, progress=progress)
     sched.plan = plan
     sched.workload = workload.name
     sched.cluster = cluster.name
     sched.analytical = res
     return sched
+
+
+def plan_events(workload, cluster, plan, *, schedule: str | None = None, replicas: int = 1, eff=None):
+    """``EventEstimate`` of simulating ``plan`` (validated) with ``replicas`` replicas — without building it."""
+    from parplan.executor.families import model_costs
+    from parplan.models.estimate import validate_plan
+
+    validate_plan(workload, cluster, plan)
+    costs, _ = model_costs(workload, cluster, plan, eff)
+    schedule = schedule or default_schedule(costs.vpp)
+    check_schedule(schedule, costs.pp, costs.vpp, costs.micro_batches, costs.zero)
+    return estimate_events(costs, schedule, replicas)

@@ -21,7 +21,20 @@ GiB = float(2**30)
 
 
 def chrome_trace(sched: Schedule) -> dict:
-    ev: list = [
+    return {"traceEvents": list(_trace_events(sched)), "displayTimeUnit": "ms", "otherData": _other(sched)}
+
+
+def _other(sched: Schedule) -> dict:
+    return {"schedule": sched.schedule, "mode": sched.mode, "step_time_s": sched.step_time_s,
+            "workload": sched.workload, "cluster": sched.cluster,
+            "plan": sched.plan.to_string() if sched.plan is not None else ""}
+
+
+def _trace_events(sched: Schedule):
+    """The trace events in file order (a generator: ``write_chrome_trace`` streams them)."""
+    pending: list = []  # metadata events of link lanes, emitted before the event that opened the lane
+    ev = pending
+    yield from [
         {"ph": "M", "name": "process_name", "pid": PID_DEVICES, "tid": 0, "args": {"name": "devices"}},
         {"ph": "M", "name": "process_sort_index", "pid": PID_DEVICES, "tid": 0, "args": {"sort_index": 0}},
         {"ph": "M", "name": "process_name", "pid": PID_LINKS, "tid": 0, "args": {"name": "links"}},
@@ -30,8 +43,8 @@ def chrome_trace(sched: Schedule) -> dict:
     dev_tid = {}
     for i, d in enumerate(sched.devices):
         dev_tid[d.name] = i + 1
-        ev.append({"ph": "M", "name": "thread_name", "pid": PID_DEVICES, "tid": i + 1, "args": {"name": d.name}})
-        ev.append({"ph": "M", "name": "thread_sort_index", "pid": PID_DEVICES, "tid": i + 1, "args": {"sort_index": i}})
+        yield {"ph": "M", "name": "thread_name", "pid": PID_DEVICES, "tid": i + 1, "args": {"name": d.name}}
+        yield {"ph": "M", "name": "thread_sort_index", "pid": PID_DEVICES, "tid": i + 1, "args": {"sort_index": i}}
     link_names = [lk.name for lk in sched.links if lk.transfers]
     lanes: dict = {name: [] for name in link_names}  # per link: end time of each lane
     lane_tid: dict = {}
@@ -56,6 +69,8 @@ def chrome_trace(sched: Schedule) -> dict:
 
     for name in link_names:  # lane 0 of every used link exists even if its first transfer comes late
         link_tid(name, -1.0, -1.0)
+    yield from pending
+    pending.clear()
     for e in sched.events:
         args = {"kind": e.kind}
         if e.mb >= 0:
@@ -71,19 +86,29 @@ def chrome_trace(sched: Schedule) -> dict:
             pid, tid = PID_DEVICES, dev_tid[e.track]
         else:
             pid, tid = PID_LINKS, link_tid(e.track, e.start_s, e.end_s)
-        ev.append({"ph": "X", "name": e.name, "cat": e.kind, "pid": pid, "tid": tid, "ts": e.start_s * 1e6,
-                   "dur": max(e.end_s - e.start_s, 0.0) * 1e6, "args": args})
+            if pending:
+                yield from pending
+                pending.clear()
+        yield {"ph": "X", "name": e.name, "cat": e.kind, "pid": pid, "tid": tid, "ts": e.start_s * 1e6,
+               "dur": max(e.end_s - e.start_s, 0.0) * 1e6, "args": args}
     for d, (t, level) in zip(sched.devices, sched.memory_timeline):
         name = f"activations {d.name}"
-        ev.append({"ph": "C", "name": name, "pid": PID_DEVICES, "tid": dev_tid[d.name], "ts": 0.0, "args": {"GiB": 0.0}})
+        yield {"ph": "C", "name": name, "pid": PID_DEVICES, "tid": dev_tid[d.name], "ts": 0.0, "args": {"GiB": 0.0}}
         for ti, li in zip(t.tolist(), level.tolist()):
-            ev.append({"ph": "C", "name": name, "pid": PID_DEVICES, "tid": dev_tid[d.name], "ts": ti * 1e6,
-                       "args": {"GiB": li / GiB}})
-    other = {"schedule": sched.schedule, "mode": sched.mode, "step_time_s": sched.step_time_s,
-             "workload": sched.workload, "cluster": sched.cluster,
-             "plan": sched.plan.to_string() if sched.plan is not None else ""}
-    return {"traceEvents": ev, "displayTimeUnit": "ms", "otherData": other}
+            yield {"ph": "C", "name": name, "pid": PID_DEVICES, "tid": dev_tid[d.name], "ts": ti * 1e6,
+                   "args": {"GiB": li / GiB}}
 
 
 def write_chrome_trace(sched: Schedule, path: "str | Path") -> None:
-    Path(path).write_text(json.dumps(chrome_trace(sched), separators=(",", ":")), encoding="utf-8")
+    """The trace as ``json.dumps(chrome_trace(sched))`` writes it (compact separators), streamed event by event:
+    the file holds the same bytes without the whole list of events in memory at once."""
+    enc = json.JSONEncoder(separators=(",", ":")).encode
+    with open(path, "w", encoding="utf-8") as f:
+        f.write('{"traceEvents":[')
+        first = True
+        for e in _trace_events(sched):
+            if not first:
+                f.write(",")
+            f.write(enc(e))
+            first = False
+        f.write('],"displayTimeUnit":"ms","otherData":' + enc(_other(sched)) + "}")

@@ -1,6 +1,7 @@
 """Planners.  Dense homogeneous search (issue 3): every valid parallel plan of a training job, ranked, explained,
 sized and checked — ``suggest_plans`` → ``PlanSet`` (ranked ``Estimate``s, ``to_frame()`` with ``EXPORT_COLUMNS``),
-``check_plans`` → ``CheckResult``; the public entry points are ``parplan.suggest`` and ``parplan.check``.
+``check_plans`` → ``CheckResult``; the public entry points are ``parplan.suggest`` and ``parplan.check``.  Work
+budgets and option checks: ``planner.budget``.
 
 Names are imported lazily so that importing one planner module does not load the others.
 """
@@ -18,6 +19,7 @@ _LAZY = {
     "OBJECTIVES": "parplan.planner.search", "SearchOptions": "parplan.planner.search",
     "rank": "parplan.planner.search", "run_search": "parplan.planner.search",
     "build_space": "parplan.planner.space", "parse_fix": "parplan.planner.space",
+    "BudgetError": "parplan.planner.budget", "DEFAULT_MAX_PLANS": "parplan.planner.budget",
 }
 
 __all__ = sorted(_LAZY)

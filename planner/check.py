@@ -18,6 +18,7 @@ from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
 from parplan.models.estimate import Estimate, estimate_from_arrays, estimate_plan
 from parplan.models.plan import Plan
+from parplan.planner.budget import check_number
 from parplan.planner.search import SearchOptions, evaluate_plans, rank, run_search
 from parplan.workloads.transformer import Workload
 
@@ -97,27 +98,38 @@ class CheckResult:
 
 
 def requirements(min_tokens_per_s=None, max_step_time_s=None, max_memory_fraction=None, min_mfu=None) -> dict:
+    """The requirements given, checked: finite and > 0; ``min_mfu`` and ``max_memory_fraction`` at most 1 (a
+    memory fraction above 1 is an error: such a plan does not fit, and ``check`` never passes a plan that does not
+    fit)."""
     req = {"min_tokens_per_s": min_tokens_per_s, "max_step_time_s": max_step_time_s,
            "max_memory_fraction": 1.0 if max_memory_fraction is None else max_memory_fraction, "min_mfu": min_mfu}
     out = {}
     for k, v in req.items():
         if v is None:
             continue
-        v = float(v)
+        key = "--" + k.replace("_", "-")
+        v = check_number(v, key)
         if not v > 0:
-            raise SpecError(f"bad value {v:g}: must be > 0", key="--" + k.replace("_", "-"))
-        if k in ("min_mfu",) and v > 1:
-            raise SpecError(f"bad value {v:g}: a fraction of peak, at most 1", key="--min-mfu")
-        out[k] = v
+            raise SpecError(f"bad value {v:g}: must be > 0", key=key)
+        if k == "min_mfu" and v > 1:
+            raise SpecError(f"bad value {v:g}: a fraction of peak, at most 1", key=key)
+        if k == "max_memory_fraction" and v > 1:
+            raise SpecError(f"bad value {v:g}: must be in (0, 1] (peak memory / device memory; above 1 the plan does "
+                            "not fit, and check never passes a plan that does not fit)", key=key)
+        out[k] = float(v)
     return out
 
 
-def _results(req: dict, values: dict, i: int) -> list[RequirementResult]:
+def _results(req: dict, values: dict, i: int, fits: bool = True) -> list[RequirementResult]:
+    """Each requirement met or not; the memory requirement also needs the plan to fit (``fits``: peak ≤ device
+    memory, the estimate's own verdict), whatever the fraction's rounding."""
     out = []
     for name, required in req.items():
         metric, sense = REQUIREMENTS[name]
         actual = float(values[metric][i])
         ok = actual >= required if sense > 0 else actual <= required
+        if name == "max_memory_fraction":
+            ok = ok and bool(fits)
         out.append(RequirementResult(name, metric, required, actual, bool(ok)))
     return out
 
@@ -129,10 +141,10 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
         est = estimate_plan(workload, cluster, plan)
         vals = {"tokens_per_s": [est.tokens_per_s], "step_time_s": [est.step_time_s], "mfu": [est.mfu],
                 "memory_fraction": [est.memory_peak_bytes / est.memory_capacity_bytes]}
-        res = _results(req, vals, 0)
+        res = _results(req, vals, 0, fits=est.fits)
         fails = [r for r in res if not r.ok]
-        return CheckResult(ok=not fails, plan=plan, failures=fails, results=res, estimate=est, searched=1,
-                           passing=int(not fails))
+        return CheckResult(ok=not fails and est.fits, plan=plan, failures=fails, results=res, estimate=est,
+                           searched=1, passing=int(not fails))
     options = options or SearchOptions()
     # without pruning: the closest plan may be one whose memory alone is over the limit
     opts = SearchOptions(**{**options.__dict__, "prune": False})
@@ -147,16 +159,19 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
     vals = {"tokens_per_s": m["tokens_per_s"], "step_time_s": m["step_time_s"], "mfu": m["mfu"],
             "memory_fraction": m["memory_peak_bytes"] / ev.hw.memory_capacity_bytes}
     short = np.zeros(n)
-    for name, required in req.items():
-        metric, sense = REQUIREMENTS[name]
-        short += np.maximum(0.0, (required - vals[metric]) * sense) / required
-    passing = np.flatnonzero(short == 0.0)
+    with np.errstate(invalid="ignore"):
+        for name, required in req.items():
+            metric, sense = REQUIREMENTS[name]
+            short += np.maximum(0.0, (required - vals[metric]) * sense) / required
+    short = np.where(np.isnan(short), np.inf, short)  # a metric the model could not price never passes
+    # a plan passes only if it fits (the memory requirement is at most 1: the fraction, and the estimate's verdict)
+    passing = np.flatnonzero((short == 0.0) & ev.fits)  # headroom 0: peak ≤ device memory
     everything = np.arange(n)
     if passing.size:
         i = int(rank(ev, "throughput", candidates=passing)[0])
     else:
         best = short.min()
-        near = everything[short <= best * (1 + 1e-12)]
+        near = everything[short <= best * (1 + 1e-12)] if np.isfinite(best) else everything
         i = int(rank(ev, "throughput", candidates=near)[0])
     P = ev.space.plans.subset(np.array([i]))
     res = evaluate_plans(workload, ev.hw, P)
@@ -164,10 +179,10 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
                                ev.eff.provenance_class)
     vals1 = {"tokens_per_s": [est.tokens_per_s], "step_time_s": [est.step_time_s], "mfu": [est.mfu],
              "memory_fraction": [est.memory_peak_bytes / est.memory_capacity_bytes]}
-    results = _results(req, vals1, 0)
+    results = _results(req, vals1, 0, fits=est.fits)
     fails = [r for r in results if not r.ok]
-    return CheckResult(ok=not fails, plan=est.plan, failures=fails, results=results, estimate=est, searched=n,
-                       passing=int(passing.size))
+    return CheckResult(ok=not fails and est.fits, plan=est.plan, failures=fails, results=results, estimate=est,
+                       searched=n, passing=int(passing.size))
 
 
 def _classname(workload: str, cluster: str) -> str:

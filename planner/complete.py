@@ -19,6 +19,7 @@ from parplan.models.hardware_context import framework_of
 from parplan.models.plan import Plan, make_plan, parse_plan_values, split_pairs
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.families import cost_model
+from parplan.planner.budget import COMPLETION_COST, DEFAULT_MAX_PLANS, BudgetError, check_max_plans
 from parplan.workloads.transformer import Workload
 
 CHOSEN_KNOBS = ("mbs", "vpp", "zero", "recompute", "sp", "reshard")
@@ -71,9 +72,14 @@ def parse_partial(text_or_values, n_devices: int) -> dict:
     return values
 
 
-def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Efficiency | None = None,
-                  ) -> tuple[Estimate, dict]:
-    """Best completion of the pinned ``given`` values; returns (estimate, chosen knobs)."""
+def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Efficiency | None = None, *,
+                  max_plans: int | None = None, progress=None) -> tuple[Estimate, dict]:
+    """Best completion of the pinned ``given`` values; returns (estimate, chosen knobs).
+
+    Work budget: the completions (the product of the free knobs' choices) are counted before any is tried; each
+    is validated one by one and counts ``COMPLETION_COST`` plans of ``max_plans`` (default
+    ``DEFAULT_MAX_PLANS``: 200,000 completions); above it a ``BudgetError``.  ``progress``: ``f(done, total,
+    None)`` every 1,024 completions."""
     fw = framework_of(workload)
     n = cluster.n_devices
     if not cluster.is_homogeneous:
@@ -86,9 +92,19 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
     if base.get("zero", 3) != 3 and "reshard" in free:
         free.remove("reshard")
     grids = [_options(k, base, workload, degrees.dp, fw) for k in free]
+    total = int(np.prod([len(g) for g in grids], dtype=object)) if grids else 1
+    limit = int(DEFAULT_MAX_PLANS if max_plans is None else check_max_plans(max_plans))
+    if total * COMPLETION_COST > limit:
+        choices = ", ".join(f"{k} ×{len(g)}" for k, g in zip(free, grids) if len(g) > 1)
+        raise BudgetError(f"the partial plan leaves {total:,} completions to try ({choices}); each is validated one "
+                          f"by one and counts {COMPLETION_COST} plans, above the budget of {limit:,} plans",
+                          key="--max-plans", hint="pin more knobs in the plan (e.g. mbs=…, zero=…, recompute=…), "
+                                                  f"or raise --max-plans to {total * COMPLETION_COST:,}")
     dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
     plans, first_error, messages = [], None, set()
-    for combo in itertools.product(*grids):
+    for done, combo in enumerate(itertools.product(*grids)):
+        if progress is not None and not done & 1023:
+            progress(done, total, None)
         values = {**base, **dict(zip(free, combo))}
         if "reshard" in free and values.get("zero", 0) != 3:
             del values["reshard"]  # only FSDP re-shards; the other ZeRO stages keep the default

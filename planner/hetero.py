@@ -24,6 +24,7 @@ import pulp
 
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
+from parplan.planner.budget import BudgetError
 from parplan.models.hetero import (GroupCosts, HeteroPlan, HeteroResult, PipelineSpec, StageSpec, evaluate_hetero,
                                    group_costs, link_between)
 from parplan.models.training import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES
@@ -258,6 +259,38 @@ def enumerate_shapes(cluster: Cluster, workload: Workload, tp: int, max_depth_op
                     if sum(c for _, c in counts) <= L:
                         shapes.append(Shape("mixed", (counts,), (K,)))
     return shapes
+
+
+def count_shapes(cluster: Cluster, workload: Workload, tp: int, max_depth_options: int = 3,
+                 min_depth: dict | None = None) -> int:
+    """``len(enumerate_shapes(...))`` without making the shapes: per-group shapes Π(1 + options) − 1 over the usable
+    groups, plus, per subset of ≥ 2 groups, the divisors K of its units' gcd whose pipelines fit the layers (up to
+    16 usable groups counted exactly; beyond, a bound of the same form)."""
+    L = workload.model.layers
+    G = len(cluster.groups)
+    units = [g.n_devices // tp if tp <= g.devices_per_node else 0 for g in cluster.groups]
+    usable = [g for g in range(G) if units[g] > 0 and _supports(cluster, g, workload)]
+    n_opts = {}
+    for g in usable:
+        lo = (min_depth or {}).get(g, 1)
+        n_opts[g] = 0 if lo is None else len([d for d in _divisors(units[g]) if lo <= d <= L][:max_depth_options])
+    total = 0
+    for r in range(1, len(usable) + 1):
+        if len(usable) > 16:  # 2^G subsets: bound every subset's mixed shapes by the most divisors of any unit count
+            prod = 1
+            for g in usable:
+                prod *= 1 + n_opts[g]
+            most = max(len(_divisors(units[g])) for g in usable)
+            return prod - 1 + (2 ** len(usable) - len(usable) - 1) * most
+        for subset in itertools.combinations(usable, r):
+            prod = 1
+            for g in subset:
+                prod *= n_opts[g]
+            total += prod
+            if len(subset) > 1:
+                common = math.gcd(*[units[g] for g in subset])
+                total += sum(1 for K in _divisors(common) if sum(units[g] // K for g in subset) <= L)
+    return total
 
 
 def min_fitting_depth(workload: Workload, cluster: Cluster, g: int, tp: int, mbs: int, recompute: str,
@@ -499,8 +532,9 @@ def uniform_baseline(workload: Workload, cluster: Cluster, tps, mbss, recomputes
     return best
 
 
-def fastest_group_baseline(workload: Workload, cluster: Cluster):
-    """The best homogeneous plan (parplan's homogeneous planner) on the group with the fastest device alone."""
+def fastest_group_baseline(workload: Workload, cluster: Cluster, max_plans: int | None = None):
+    """The best homogeneous plan (parplan's homogeneous planner) on the group with the fastest device alone
+    (``max_plans``: the search's work budget, default ``planner.budget.DEFAULT_MAX_PLANS``)."""
     from parplan.hardware.types import Cluster as C
 
     order = sorted(range(len(cluster.groups)),
@@ -512,8 +546,12 @@ def fastest_group_baseline(workload: Workload, cluster: Cluster):
         sub = C(name=f"{cluster.name}[{cluster.groups[g].device.id}]", groups=(cluster.groups[g],))
         try:
             from parplan.planner.planset import suggest_plans
+            from parplan.planner.search import SearchOptions
 
-            ps = suggest_plans(workload, sub, top=1)
+            opts = SearchOptions() if max_plans is None else SearchOptions(max_plans=int(max_plans))
+            ps = suggest_plans(workload, sub, top=1, options=opts)
+        except BudgetError:
+            raise
         except SpecError:
             return None, g
         best = getattr(ps, "best", None)
@@ -529,15 +567,25 @@ def default_recompute_options(workload: Workload) -> tuple[str, ...]:
 def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", time_limit_s: float = 10.0,
                 mbs_options=(1, 2, 4), recompute_options=None, zero_options=(1,),
                 tp_options=None, baselines: bool = True, max_depth_options: int = 2,
-                prune: bool = True, progress=None) -> HeteroPlanSet:
+                prune: bool = True, progress=None, max_configurations: int | None = None,
+                max_plans: int | None = None) -> HeteroPlanSet:
     """Search shapes × knobs with the two ILPs; return the ranked candidates and both baselines.
-    ``progress``: optional ``f(done, total)`` called as configurations are taken up.
+    ``progress``: optional ``f(done, total)`` called as configurations are taken up.  ``time_limit_s``: seconds
+    per ILP solve, in (0, 3600].  Work budget: the shape × knob configurations are counted before any is made or
+    solved; above ``max_configurations`` (default ``planner.budget.DEFAULT_MAX_CONFIGURATIONS``) a
+    ``BudgetError``; ``max_plans``: the budget of the fastest-group baseline's homogeneous search.
 
     ``zero_options`` defaults to ZeRO-1 (optimizer states sharded among the owners of each chunk): the chunked
     all-reduce costs the same either way, so zero=1 is never slower and always smaller."""
     from parplan.planner.spaces import hetero_planner
 
+    from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_TIME_LIMIT_S, BudgetError, check_number)
+
     hetero_planner(workload)  # only families with a heterogeneous planner (this one plans dense layers)
+    time_limit_s = check_number(time_limit_s, "--time-limit", lo=0, lo_open=True, hi=MAX_TIME_LIMIT_S,
+                                hint="seconds per ILP solve, e.g. 10")
+    limit = check_number(DEFAULT_MAX_CONFIGURATIONS if max_configurations is None else max_configurations,
+                         "--max-configurations", lo=1, integer=True)
     t0 = time.perf_counter()
     recompute_options = recompute_options or default_recompute_options(workload)
     slv = make_solver(solver, time_limit_s)
@@ -552,20 +600,29 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
     # hierarchical search: list every (shape, knobs) with a cheap lower bound, solve the ILPs in bound order and
     # stop once the bound exceeds the best step time found (the bound ignores fill, p2p, embedding/output and sync)
     queue = []
+    settings, n_conf = [], 0
     for tp in tps:
         for mbs in mbss:
             for rc in recompute_options:
                 for zero in zero_options:
                     depth = {g: min_fitting_depth(workload, cluster, g, tp, mbs, rc, zero)
                              for g in range(len(cluster.groups))}
-                    for shape in enumerate_shapes(cluster, workload, tp, max_depth_options, depth):
-                        lb = shape_lower_bound(workload, cluster, shape, tp, mbs, rc)
-                        queue.append((lb, len(queue), shape, tp, mbs, rc, zero))
-                    for g, d in depth.items():
-                        if d is None:
-                            key = (f"memory: {cluster.groups[g].device.id} alone cannot hold the model at any "
-                                   "pipeline depth (per tp × mbs × recompute setting)")
-                            infeasible[key] = infeasible.get(key, 0) + 1
+                    settings.append((tp, mbs, rc, zero, depth))
+                    n_conf += count_shapes(cluster, workload, tp, max_depth_options, depth)
+    if n_conf > limit:
+        raise BudgetError(f"{n_conf:,} shape × knob configurations to plan on {cluster.name} ({len(cluster.groups)} "
+                          f"device groups), above the budget of {limit:,}", key="--max-configurations",
+                          hint="raise --max-configurations (each may take up to two rounds of ILP solves), or "
+                               "lower --max-mbs")
+    for tp, mbs, rc, zero, depth in settings:
+        for shape in enumerate_shapes(cluster, workload, tp, max_depth_options, depth):
+            lb = shape_lower_bound(workload, cluster, shape, tp, mbs, rc)
+            queue.append((lb, len(queue), shape, tp, mbs, rc, zero))
+        for g, d in depth.items():
+            if d is None:
+                key = (f"memory: {cluster.groups[g].device.id} alone cannot hold the model at any "
+                       "pipeline depth (per tp × mbs × recompute setting)")
+                infeasible[key] = infeasible.get(key, 0) + 1
     queue.sort(key=lambda q: (q[0], q[1]))
     best_t = math.inf
     pruned = 0
@@ -587,9 +644,10 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
     uni = fast = fast_g = None
     if baselines:
         uni = uniform_baseline(workload, cluster, tps, mbss, recompute_options, zero_options)
-        fast, fast_g = fastest_group_baseline(workload, cluster)
+        fast, fast_g = fastest_group_baseline(workload, cluster, max_plans)
     return HeteroPlanSet(best=cands[0] if cands else None, candidates=cands, uniform=uni, fastest_group=fast,
                          fastest_group_id=fast_g, infeasible=infeasible,
-                         stats={"configurations": len(queue), "solved": n_shapes, "pruned_by_bound": pruned,
+                         stats={"configurations": len(queue), "configurations_estimated": n_conf,
+                                "solved": n_shapes, "pruned_by_bound": pruned,
                                 "ilp_solves": solves,
                                 "wall_s": time.perf_counter() - t0, "solver": solver})

@@ -1,6 +1,7 @@
 """``suggest``: search, rank and package the best plans as a ``PlanSet``; advice when nothing fits."""
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -13,6 +14,7 @@ from parplan.hardware.types import Cluster
 from parplan.models.estimate import Estimate, estimate_from_arrays
 from parplan.models.training import PlanArrays
 from parplan.planner import explain as _explain
+from parplan.planner.budget import MAX_NODES, MAX_TOP, BudgetError, PlanBudget, check_number
 from parplan.planner.export import frame as _frame
 from parplan.planner.export import records
 from parplan.planner.search import OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, rank, run_search
@@ -55,6 +57,7 @@ class PlanSet:
         self.plans: PlanArrays = ev.space.plans.subset(self.indices)
         self.results = evaluate_plans(ev.workload, ev.hw, self.plans)
         self._estimates: Optional[list[Estimate]] = None
+        self._best: Optional[Estimate] = None
         self.stats = SearchStats(n_devices=ev.cluster.n_devices, n_nodes=ev.cluster.group.nodes,
                                  factorizations=ev.space.factorizations, valid_plans=ev.n_valid,
                                  evaluated=ev.n_evaluated, pruned=ev.n_valid - ev.n_evaluated, fitting=ev.n_fitting,
@@ -64,9 +67,7 @@ class PlanSet:
     @property
     def estimates(self) -> list[Estimate]:
         if self._estimates is None:
-            self._estimates = [estimate_from_arrays(self.workload, self.cluster, self.plans.plan(i), self.results, i,
-                                                    self.evaluated.eff.provenance, self.evaluated.eff.provenance_class)
-                               for i in range(len(self.indices))]
+            self._estimates = [self._estimate(i) for i in range(len(self.indices))]
         return self._estimates
 
     def __len__(self) -> int:
@@ -76,14 +77,28 @@ class PlanSet:
         return iter(self.estimates)
 
     def __getitem__(self, i: int) -> Estimate:
-        return self.estimates[i]
+        if self._estimates is not None or not isinstance(i, (int, np.integer)):
+            return self.estimates[i]
+        j = range(len(self))[i]  # IndexError as for a list
+        return self.best if j == 0 else self._estimate(j)
 
     def __bool__(self) -> bool:
         return len(self) > 0
 
+    def _estimate(self, i: int) -> Estimate:
+        return estimate_from_arrays(self.workload, self.cluster, self.plans.plan(i), self.results, i,
+                                    self.evaluated.eff.provenance, self.evaluated.eff.provenance_class)
+
     @property
     def best(self) -> Optional[Estimate]:
-        return self.estimates[0] if len(self) else None
+        """The best plan's estimate (without building the others')."""
+        if not len(self):
+            return None
+        if self._estimates is not None:
+            return self._estimates[0]
+        if self._best is None:
+            self._best = self._estimate(0)
+        return self._best
 
     # --- export --------------------------------------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
@@ -126,9 +141,8 @@ class PlanSet:
 
 def _price(cluster: Cluster, price_per_hour: float | None) -> float | None:
     if price_per_hour is not None:
-        if not float(price_per_hour) > 0:
-            raise SpecError(f"bad value {price_per_hour!r}: must be > 0", key="--price-per-hour")
-        return float(price_per_hour)
+        return check_number(price_per_hour, "--price-per-hour", lo=0, lo_open=True,
+                            hint="USD per device-hour, e.g. 2.5")
     return cluster.group.device.price_per_hour
 
 
@@ -139,10 +153,13 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
     """Search and rank (see ``parplan.api.suggest``)."""
     t0 = time.perf_counter()
     options = options or SearchOptions()
+    options.validate()
     budget = parse_tokens(token_budget) if token_budget is not None else None
     deadline_s = parse_duration(deadline) if deadline is not None else None
-    if target_tokens_per_s is not None and not float(target_tokens_per_s) > 0:
-        raise SpecError(f"bad value {target_tokens_per_s!r}: must be > 0", key="--target-tokens-per-s")
+    check_number(target_tokens_per_s, "--target-tokens-per-s", lo=0, lo_open=True,
+                 hint="a throughput in tokens per second, e.g. 2e6")
+    top = check_number(top, "--top", lo=0, hi=MAX_TOP, integer=True, what="plans reported; 0 = every plan that fits")
+    check_number(max_nodes, "--max-nodes", lo=1, hi=MAX_NODES, integer=True, what="sizing: node counts searched")
     if deadline_s is not None and target_tokens_per_s is not None:
         raise SpecError("give either a throughput target or a deadline with a token budget, not both",
                         key="--deadline")
@@ -150,6 +167,9 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
         raise SpecError("a deadline needs a token budget", key="--deadline", hint="add --token-budget, e.g. 15T")
     target = float(target_tokens_per_s) if target_tokens_per_s is not None else (
         budget / deadline_s if deadline_s is not None else None)
+    if target is not None and not (math.isfinite(target) and target > 0):
+        raise SpecError(f"bad value {deadline!r}: {budget:g} tokens in {deadline_s:g} s is {target:g} tokens/s, "
+                        "not a finite throughput", key="--deadline", hint="a longer deadline or a token budget ≥ 1")
     if objective is None:
         objective = "devices" if target is not None else "throughput"
     if objective not in OBJECTIVES:
@@ -160,8 +180,6 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
     if objective != "devices" and target is not None:
         raise SpecError(f"a throughput target or deadline sizes the cluster: it needs --objective devices, "
                         f"not {objective}", key="--objective")
-    if top < 0:
-        raise SpecError(f"bad value {top}: must be ≥ 0 (0 = every fitting plan)", key="--top")
     if cluster.is_homogeneous is False:
         from parplan.planner.search import check_cluster
 
@@ -173,23 +191,25 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
                         hint="pass --price-per-hour X (USD per device-hour, your own figure)")
     sizing = None
     if objective == "devices":
-        max_n = int(max_nodes) if max_nodes is not None else cluster.group.nodes
-        if max_n < 1:
-            raise SpecError(f"bad value {max_nodes!r}: must be ≥ 1", key="--max-nodes")
-        options.validate()
-        sizing, ev = size_for_target(workload, cluster, options, target, max_n, progress=progress)
+        max_n = int(max_nodes) if max_nodes is not None else min(cluster.group.nodes, MAX_NODES)
+        sizing, ev = size_for_target(workload, cluster, options, target, max_n, progress=progress,
+                                     budget=PlanBudget(int(options.max_plans)))
         if ev is None:
-            # not reachable: rank the plans of the largest node count searched, so the caller can show them
+            # not reachable: rank the plans of the largest node count, so the caller can show them (an empty set
+            # when it has no valid plan: the requirement is not met either way, the input is fine)
             ev = run_search(workload, scale_cluster(cluster, max_n), options)
         sizing.deadline_s, sizing.token_budget = deadline_s, budget
     else:
         cb = None if progress is None else (lambda done, total: progress(done, total, None))
         ev = run_search(workload, cluster, options, progress=cb)
-    if len(ev.space) == 0:
+    if len(ev.space) == 0 and not (sizing is not None and sizing.n_nodes is None):
         raise SpecError(no_valid_plan_message(ev), key="plan")
     order = rank(ev, objective, price)
     if top:
         order = order[:top]
+    elif order.size > MAX_TOP:
+        raise BudgetError(f"--top 0 reports every plan that fits: {order.size:,} here, more than {MAX_TOP:,}",
+                          key="--top", hint=f"give --top K (K ≤ {MAX_TOP:,}), or narrow the space with --fix")
     return PlanSet(ev, order, objective, price_per_hour=price, sizing=sizing, token_budget=budget,
                    wall_s=time.perf_counter() - t0)
 
@@ -205,56 +225,81 @@ def no_valid_plan_message(ev: Evaluated) -> str:
             + f" ({why})")
 
 
-def advice(workload: Workload, cluster: Cluster, options: SearchOptions, max_extra_nodes_factor: int = 64) -> list[str]:
+def advice(workload: Workload, cluster: Cluster, options: SearchOptions, max_extra_nodes_factor: int = 64,
+           progress=None) -> list[str]:
     """What would make something fit, when nothing does: more nodes, another precision, a smaller batch,
-    recompute=full, fewer pins, no headroom.  Each line is the result of a search."""
+    recompute=full, fewer pins, no headroom.  Each line is the result of a search.  The searches share one budget
+    of ``options.max_plans`` plans (``planner.budget``); the advice stops, with a line saying so, where the next
+    search would pass it.  ``progress``: ``f(done, total, None)``."""
+    from parplan.planner.sizing import SEARCH_COST
     from parplan.workloads.loader import load_workload
 
     out = []
     g = cluster.group
-    # more devices: the smallest node count on which some plan fits
-    n, ev = find_nodes(workload, cluster, options, lambda e: bool(e.fits.any()), g.nodes + 1,
-                       g.nodes * max_extra_nodes_factor, max_scan=64)
-    if n is not None:
-        b = ev.space.plans.plan(int(rank(ev)[0]))
-        out.append(f"more devices: {n} nodes ({n * g.devices_per_node} devices) is the smallest node count where a "
-                   f"plan fits, e.g. {b.to_string()}")
-    else:
-        out.append(f"more devices: nothing fits on up to {g.nodes * max_extra_nodes_factor} nodes")
-    job = workload.training
-    for prec in ("bf16", "fp8", "fp16"):
-        if prec == job.precision or not g.device.supports(prec):
-            continue
-        try:
-            ev = run_search(load_workload(workload, precision=prec), cluster, options)
-        except SpecError:
-            continue
-        if ev.fits.any():
-            out.append(f"precision {prec}: {int(ev.fits.sum()):,} plans fit (--precision {prec})")
-    B = job.global_batch
-    for k in range(1, 12):
-        b2 = B >> k
-        if b2 < 1:
-            break
-        ev = run_search(load_workload(workload, global_batch=b2), cluster, options)
-        if ev.fits.any():
-            out.append(f"smaller batch: --global-batch {b2} lets {int(ev.fits.sum()):,} plans fit")
-            break
-    fix = dict(options.fix)
-    if "recompute" in fix and fix["recompute"] != 2:
-        o2 = SearchOptions(**{**options.__dict__, "fix": {**fix, "recompute": 2}})
-        ev = run_search(workload, cluster, o2)
-        if ev.fits.any():
-            out.append(f"recompute=full: {int(ev.fits.sum()):,} plans fit (--fix recompute=full)")
-    if fix:
-        o2 = SearchOptions(**{**options.__dict__, "fix": {}})
-        ev = run_search(workload, cluster, o2)
-        if ev.fits.any():
+    pool = PlanBudget(int(options.max_plans))
+    steps = [0]
+    total = 1 + 3 + 11 + 3
+
+    def tick():
+        steps[0] += 1
+        if progress is not None:
+            progress(min(steps[0], total), total, None)
+
+    def search(w, o):
+        tick()
+        if pool.remaining < SEARCH_COST:
+            raise BudgetError("advice budget spent", key="--max-plans")
+        ev = run_search(w, cluster, o, max_plans=pool.remaining - SEARCH_COST)
+        pool.charge(SEARCH_COST + len(ev.space))
+        return ev
+
+    try:
+        # more devices: the smallest node count on which some plan fits
+        tick()
+        n, ev = find_nodes(workload, cluster, options, lambda e: bool(e.fits.any()), g.nodes + 1,
+                           g.nodes * max_extra_nodes_factor, max_scan=64, budget=pool)
+        if n is not None:
             b = ev.space.plans.plan(int(rank(ev)[0]))
-            out.append(f"without --fix {fix_string(fix)}: {int(ev.fits.sum()):,} plans fit, best {b.to_string()}")
-    if options.memory_headroom > 0:
-        o2 = SearchOptions(**{**options.__dict__, "memory_headroom": 0.0})
-        ev = run_search(workload, cluster, o2)
-        if ev.fits.any():
-            out.append(f"no headroom: with --memory-headroom 0, {int(ev.fits.sum()):,} plans fit")
+            out.append(f"more devices: {n} nodes ({n * g.devices_per_node} devices) is the smallest node count where "
+                       f"a plan fits, e.g. {b.to_string()}")
+        else:
+            out.append(f"more devices: nothing fits on up to {g.nodes * max_extra_nodes_factor} nodes")
+        job = workload.training
+        for prec in ("bf16", "fp8", "fp16"):
+            if prec == job.precision or not g.device.supports(prec):
+                continue
+            try:
+                ev = search(load_workload(workload, precision=prec), options)
+            except BudgetError:
+                raise
+            except SpecError:
+                continue
+            if ev.fits.any():
+                out.append(f"precision {prec}: {int(ev.fits.sum()):,} plans fit (--precision {prec})")
+        B = job.global_batch
+        for k in range(1, 12):
+            b2 = B >> k
+            if b2 < 1:
+                break
+            ev = search(load_workload(workload, global_batch=b2), options)
+            if ev.fits.any():
+                out.append(f"smaller batch: --global-batch {b2} lets {int(ev.fits.sum()):,} plans fit")
+                break
+        fix = dict(options.fix)
+        if "recompute" in fix and fix["recompute"] != 2:
+            ev = search(workload, SearchOptions(**{**options.__dict__, "fix": {**fix, "recompute": 2}}))
+            if ev.fits.any():
+                out.append(f"recompute=full: {int(ev.fits.sum()):,} plans fit (--fix recompute=full)")
+        if fix:
+            ev = search(workload, SearchOptions(**{**options.__dict__, "fix": {}}))
+            if ev.fits.any():
+                b = ev.space.plans.plan(int(rank(ev)[0]))
+                out.append(f"without --fix {fix_string(fix)}: {int(ev.fits.sum()):,} plans fit, best {b.to_string()}")
+        if options.memory_headroom > 0:
+            ev = search(workload, SearchOptions(**{**options.__dict__, "memory_headroom": 0.0}))
+            if ev.fits.any():
+                out.append(f"no headroom: with --memory-headroom 0, {int(ev.fits.sum()):,} plans fit")
+    except BudgetError:
+        out.append(f"(further advice not searched: its searches would price more than the budget of {pool.limit:,} "
+                   "plans; raise --max-plans)")
     return out

@@ -28,6 +28,7 @@ from parplan.models.families import cost_model
 from parplan.models.hardware_context import HardwareContext, framework_of, hardware_context
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES
+from parplan.planner.budget import DEFAULT_MAX_PLANS, MAX_MBS, check_max_plans, check_number
 from parplan.planner.space import DEFAULT_MAX_MBS, Space
 from parplan.planner.spaces import build_space
 from parplan.workloads.transformer import Workload
@@ -51,13 +52,15 @@ class SearchOptions:
     allow_cross_node_tp: bool = False
     max_mbs: int = DEFAULT_MAX_MBS
     prune: bool = True  # skip the full evaluation of plans whose model state alone exceeds the memory limit
+    max_plans: int = DEFAULT_MAX_PLANS  # work budget: the most plans a search may price (planner.budget)
 
     def validate(self) -> None:
-        if not (0.0 <= float(self.memory_headroom) <= 0.5):
-            raise SpecError(f"bad value {self.memory_headroom!r}: must be between 0.0 and 0.5",
-                            key="--memory-headroom", hint="a fraction of device memory kept free, e.g. 0.1")
-        if int(self.max_mbs) < 1:
-            raise SpecError(f"bad value {self.max_mbs!r}: must be ≥ 1", key="--max-mbs")
+        check_number(self.memory_headroom, "--memory-headroom", lo=0.0, hi=0.5,
+                     hint="a fraction of device memory kept free, e.g. 0.1")
+        check_number(self.max_mbs, "--max-mbs", lo=1, hi=MAX_MBS, integer=True,
+                     what=f"micro-batch sizes 1..max-mbs are searched; at most {MAX_MBS:,}",
+                     hint="pin a larger one with --fix mbs=N")
+        check_max_plans(self.max_plans)
 
 
 @dataclass
@@ -202,9 +205,12 @@ def evaluate_space(workload: Workload, hw: HardwareContext, space: Space, keys, 
 
 
 def run_search(workload: Workload, cluster: Cluster, options: SearchOptions | None = None,
-               progress: Optional[ProgressFn] = None, eff: Efficiency | None = None) -> Evaluated:
+               progress: Optional[ProgressFn] = None, eff: Efficiency | None = None, *,
+               max_plans: int | None = None) -> Evaluated:
     """Build the space and evaluate it.  Plans whose model state alone (``memory_lower_bound``, which depends on
-    the row and the zero level only) exceeds the memory limit are not priced: they cannot fit."""
+    the row and the zero level only) exceeds the memory limit are not priced: they cannot fit.  A space of more
+    than ``max_plans`` plans (default ``options.max_plans``) is refused before any plan is priced
+    (``BudgetError``)."""
     t0 = time.perf_counter()
     options = options or SearchOptions()
     options.validate()
@@ -213,7 +219,8 @@ def run_search(workload: Workload, cluster: Cluster, options: SearchOptions | No
     eff = eff or efficiency_for(g.device)
     hw = hardware_context(g, workload.training.precision, eff, framework=framework_of(workload))
     space = build_space(workload, cluster.n_devices, g.devices_per_node, fix=options.fix,
-                        allow_cross_node_tp=options.allow_cross_node_tp, max_mbs=options.max_mbs)
+                        allow_cross_node_tp=options.allow_cross_node_tp, max_mbs=options.max_mbs,
+                        max_plans=options.max_plans if max_plans is None else max_plans)
     n = len(space)
     limit = (1.0 - float(options.memory_headroom)) * hw.memory_capacity_bytes
     lb = space.cells(memory_lower_bound(workload, space.grid())) if n else np.zeros(0)

@@ -7,6 +7,11 @@ device's dense peak: ``tokens/s ≤ devices × peak / model FLOPs per token``). 
 count in ``[n_start, n_hi)`` that admits a valid (dp, tp, pp, cp) factorization is searched in ascending order, and
 the first that reaches the target is the answer.  If no power of two up to ``max_nodes`` (nor ``max_nodes``)
 reaches the target, the target is reported unreachable within ``max_nodes``.
+
+Work budget (``planner.budget``): the searches of all node counts share ``--max-plans`` (each is paid for before it
+runs: its plans plus a fixed ``SEARCH_COST``); a ladder that cannot be searched within it is refused
+(``BudgetError``), an exact scan that cannot is stopped and the power of two is reported as an upper bound, with a
+note.
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from parplan.hardware.types import Cluster
 from parplan.models.families import cost_model
 from parplan.models.hardware_context import framework_of, hardware_context
 from parplan.models.plan_arrays import PlanArrays
+from parplan.planner.budget import BudgetError, PlanBudget
 from parplan.planner.search import Evaluated, SearchOptions, run_search
 from parplan.planner.space import factorizations
 from parplan.workloads.transformer import Workload
@@ -41,8 +47,9 @@ def parse_duration(text, key: str = "--deadline") -> float:
             raise SpecError(f"cannot read duration {text!r}", key=key, hint='write seconds or e.g. "30d", "12h"')
         value, unit = float(m.group(1)), m.group(2)
     out = value * (_DURATION[unit] if unit else 1.0)
-    if not out > 0:
-        raise SpecError(f"must be > 0, got {text!r}", key=key)
+    if not (math.isfinite(out) and out > 0):
+        raise SpecError(f"bad value {text!r}: must be a finite duration > 0", key=key,
+                        hint='write seconds or e.g. "30d", "12h"')
     return out
 
 
@@ -56,8 +63,9 @@ def parse_tokens(text, key: str = "--token-budget") -> float:
             raise SpecError(f"cannot read token count {text!r}", key=key, hint='write e.g. "15T", "300B" or 2e12')
         value, unit = float(m.group(1)), m.group(2)
     out = value * _TOKENS[unit]
-    if not out > 0:
-        raise SpecError(f"must be > 0, got {text!r}", key=key)
+    if not (math.isfinite(out) and out >= 1):
+        raise SpecError(f"bad value {text!r}: must be a finite number of tokens ≥ 1", key=key,
+                        hint='write e.g. "15T", "300B" or 2e12')
     return out
 
 
@@ -96,6 +104,7 @@ class SizingResult:
     tried: list = field(default_factory=list)  # (nodes, best tokens/s among fitting plans or nan)
     deadline_s: Optional[float] = None
     token_budget: Optional[float] = None
+    notes: list = field(default_factory=list)  # e.g. the answer is an upper bound (work budget)
 
     @property
     def n_devices(self) -> Optional[int]:
@@ -104,7 +113,7 @@ class SizingResult:
     def to_dict(self) -> dict:
         return {"target_tokens_per_s": self.target_tokens_per_s, "n_nodes": self.n_nodes,
                 "n_devices": self.n_devices, "devices_per_node": self.devices_per_node, "max_nodes": self.max_nodes,
-                "deadline_s": self.deadline_s, "token_budget": self.token_budget,
+                "deadline_s": self.deadline_s, "token_budget": self.token_budget, "notes": list(self.notes),
                 "node_counts_searched": [{"nodes": n, "best_tokens_per_s": (None if math.isnan(t) else t)}
                                          for n, t in self.tried]}
 
@@ -115,19 +124,48 @@ def best_tokens_per_s(ev: Evaluated) -> float:
     return float(np.max(ev.metrics["tokens_per_s"][ev.fits]))
 
 
+SEARCH_COST = 4_000  # plans of the budget one search costs beyond its own plans (its fixed ~2.5 ms)
+CHECK_COST = 50  # … checking that a node count has a valid factorization (~0.05 ms)
+
+
+def _sizing_over_budget(budget: PlanBudget, n: int, why: str) -> BudgetError:
+    return BudgetError(f"sizing: {budget.searches} node count(s) searched so far priced {budget.spent:,} plans; "
+                       f"searching {n:,} nodes ({why}) would pass the budget of {budget.limit:,}", key="--max-plans",
+                       hint="raise --max-plans, or lower --max-nodes")
+
+
 def find_nodes(workload: Workload, cluster: Cluster, options: SearchOptions, predicate: Callable[[Evaluated], bool],
                n_start: int, max_nodes: int, progress=None, tried: list | None = None,
-               max_scan: int | None = None) -> tuple[Optional[int], Optional[Evaluated]]:
-    """Smallest node count in [n_start, max_nodes] whose search satisfies ``predicate`` (see module docstring)."""
+               max_scan: int | None = None, budget: PlanBudget | None = None,
+               notes: list | None = None) -> tuple[Optional[int], Optional[Evaluated]]:
+    """Smallest node count in [n_start, max_nodes] whose search satisfies ``predicate`` (see module docstring).
+
+    Work budget: every search and factorization check is paid from ``budget`` (default: ``options.max_plans``)
+    before it runs — a search ``SEARCH_COST`` + its plans, a check ``CHECK_COST``.  Where the powers of two cannot be
+    searched within it, a ``BudgetError``; where the exact scan below the first power of two that satisfies the
+    predicate cannot, the scan stops there and that power of two is returned (an upper bound, said in ``notes``)."""
     tried = tried if tried is not None else []
-    cache: dict[int, Evaluated] = {}
+    budget = budget if budget is not None else PlanBudget(int(options.max_plans))
+    searched: set = set()
+
+    def factorizable(n: int) -> bool:
+        if budget.remaining < CHECK_COST:
+            raise _sizing_over_budget(budget, n, "checking its factorizations")
+        budget.spent += CHECK_COST
+        return has_factorization(workload, cluster, n, options)
 
     def search(n: int) -> Evaluated:
-        if n not in cache:
-            ev = run_search(workload, scale_cluster(cluster, n), options)
-            cache[n] = ev
-            tried.append((n, best_tokens_per_s(ev)))
-        return cache[n]
+        if budget.remaining < SEARCH_COST:
+            raise _sizing_over_budget(budget, n, "a search")
+        searched.add(n)
+        try:
+            ev = run_search(workload, scale_cluster(cluster, n), options, max_plans=budget.remaining - SEARCH_COST)
+        except BudgetError as err:
+            counted = f"{'' if getattr(err, 'exact', True) else 'more than '}{getattr(err, 'counted', 0):,} plans"
+            raise _sizing_over_budget(budget, n, counted) from None
+        budget.charge(SEARCH_COST + len(ev.space))
+        tried.append((n, best_tokens_per_s(ev)))
+        return ev
 
     n_start = max(1, int(n_start))
     if n_start > max_nodes:
@@ -142,32 +180,48 @@ def find_nodes(workload: Workload, cluster: Cluster, options: SearchOptions, pre
         k *= 2
     if ladder[-1] != max_nodes:
         ladder.append(max_nodes)
-    n_hi = None
+    n_hi, ev_hi = None, None
     step = 0
     for n in ladder:
         step += 1
         if progress:
             progress(step, len(ladder), n)
-        if not has_factorization(workload, cluster, n, options):
+        if not factorizable(n):
             continue
-        if predicate(search(n)):
-            n_hi = n
+        ev = search(n)
+        if predicate(ev):
+            n_hi, ev_hi = n, ev
             break
     if n_hi is None:
         return None, None
-    below = [n for n in range(n_start, n_hi) if n not in cache and has_factorization(workload, cluster, n, options)]
-    if max_scan is not None and len(below) > max_scan:
-        below = []  # too many to scan exactly: report the ladder point (an upper bound)
-    for i, n in enumerate(below):
-        if progress:
-            progress(i + 1, len(below), n)
-        if predicate(search(n)):
-            return n, cache[n]
-    return n_hi, cache[n_hi]
+    try:
+        if max_scan is not None:  # too many node counts to scan exactly: report the ladder point (an upper bound)
+            below = []
+            for n in range(n_start, n_hi):
+                if n not in searched and factorizable(n):
+                    below.append(n)
+                    if len(below) > max_scan:
+                        return n_hi, ev_hi
+            candidates = below
+        else:
+            candidates = (n for n in range(n_start, n_hi) if n not in searched and factorizable(n))
+        span = max(1, n_hi - n_start)
+        for n in candidates:
+            if progress:
+                progress(n - n_start + 1, span, n)
+            ev = search(n)
+            if predicate(ev):
+                return n, ev
+    except BudgetError:
+        if notes is not None:
+            notes.append(f"{n_hi} nodes is an upper bound of the fewest: scanning every node count below it would "
+                         f"pass the budget of {budget.limit:,} plans (raise --max-plans for the exact count)")
+    return n_hi, ev_hi
 
 
 def size_for_target(workload: Workload, cluster: Cluster, options: SearchOptions, target_tokens_per_s: float,
-                    max_nodes: int, progress=None) -> tuple[SizingResult, Optional[Evaluated]]:
+                    max_nodes: int, progress=None, budget: PlanBudget | None = None
+                    ) -> tuple[SizingResult, Optional[Evaluated]]:
     g = cluster.group
     fpt = model_flops_per_token(workload, cluster)
     peak = hardware_context(g, workload.training.precision).peak_flops_per_s
@@ -176,7 +230,7 @@ def size_for_target(workload: Workload, cluster: Cluster, options: SearchOptions
                        devices_per_node=g.devices_per_node, max_nodes=int(max_nodes), n_start=n_start)
     n, ev = find_nodes(workload, cluster, options,
                        lambda e: best_tokens_per_s(e) >= target_tokens_per_s, n_start, max_nodes,
-                       progress=progress, tried=res.tried)
+                       progress=progress, tried=res.tried, budget=budget, notes=res.notes)
     res.n_nodes = n
     res.tried.sort()
     return res, ev

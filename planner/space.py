@@ -155,9 +155,13 @@ def factorizations(workload: Workload, n_devices: int, devices_per_node: int, *,
     N, dpn = int(n_devices), int(devices_per_node)
     head_g = gcd(int(mdl.heads), int(mdl.kv_heads))
     d = divisors(N)
-    tp, pp, cp = (a.ravel() for a in np.meshgrid(d, d, d, indexing="ij"))
-    keep = (N % (tp * pp * cp)) == 0
-    tp, pp, cp = tp[keep], pp[keep], cp[keep]
+    # (tp, pp) pairs dividing N, then cp dividing N/(tp·pp): ascending (tp, pp, cp) without a d³ grid
+    tp2, pp2 = (a.ravel() for a in np.meshgrid(d, d, indexing="ij"))
+    keep2 = (N % (tp2 * pp2)) == 0
+    tp2, pp2 = tp2[keep2], pp2[keep2]
+    ok3 = ((N // (tp2 * pp2))[:, None] % d[None, :]) == 0
+    i, j = np.nonzero(ok3)
+    tp, pp, cp = tp2[i], pp2[i], d[j]
     dp = N // (tp * pp * cp)
     n_fact = int(tp.shape[0])
     rules = [
@@ -180,73 +184,49 @@ def factorizations(workload: Workload, n_devices: int, devices_per_node: int, *,
     return tp[alive], pp[alive], cp[alive], dp[alive], n_fact, excl_f
 
 
-def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
-                allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS,
-                framework: str | None = None, row_axes=None, cell_rules=(),
-                recompute_levels: tuple = (0, 1, 2)) -> Space:
-    """Enumerate every valid plan (see the module docstring for the rules).  ``framework`` (a catalog id) replaces
-    the workload's ``training.framework`` for the launchability rule.  A family adds its own axes and rules:
-    ``row_axes(cols, fix, fw, excl, rule_text) -> cols`` expands the rows (factorization × mbs × vpp) by further
-    per-row axes (e.g. ep, etp), counting what it excludes in ``excl``/``rule_text``; ``cell_rules`` are
-    ``(name, text, f(cols, Z, R, S) -> bool array)`` applied to the knob block like the built-in cell rules."""
-    from parplan.models.framework import DEFAULT_FRAMEWORK, get_framework
+# rows (factorization × mbs × vpp) enumerated per chunk of factorizations: bounds the intermediate arrays
+CHUNK_ROWS = 1 << 16
+COUNT_ON = 4  # a space over its budget is counted on up to this many times the budget (~20 M plans/s)
 
-    fw = get_framework(framework or getattr(workload.training, "framework", None) or DEFAULT_FRAMEWORK)
-    fix = dict(fix or {})
+
+class _Acc:
+    """Exclusion counts and framework labels summed over the chunks of one enumeration."""
+
+    def __init__(self):
+        self.excl_p = {k: 0 for k in KNOB_RULES}
+        self.fw_counts: dict[str, int] = {}
+
+
+def _rows_and_mask(workload, fw, fix: dict, tp, pp, cp, dp, mbs_vals, vpp_vals, dpn: int, row_axes, cell_rules,
+                   recompute_levels, rule_text: dict, acc: _Acc):
+    """The rows (factorization × mbs × vpp, then the family's row axes) of some factorizations and the mask of their
+    valid knob cells (zero × recompute × sp), with the exclusions counted in ``acc``; rows with no valid cell are
+    dropped."""
     mdl, job = workload.model, workload.training
-    L, B, s = int(mdl.layers), int(job.global_batch), int(job.seq_len)
-    N, dpn = int(n_devices), int(devices_per_node)
-    rule_text = {
-        "tp_heads": f"tp does not divide heads={mdl.heads} and kv_heads={mdl.kv_heads}",
-        "tp_node": (f"tp spans nodes unevenly ({dpn} devices per node)" if allow_cross_node_tp
-                    else f"tp > {dpn} devices per node (allow with --allow-cross-node-tp)"),
-        "pp_layers": f"pp > {L} layers",
-        "cp_seq": f"seq_len={s} not divisible by 2·cp",
-        "batch_dp": f"global_batch={B} not divisible by dp",
-        "mbs_batch": f"global_batch={B} not divisible by dp·mbs",
-        "vpp": f"vpp>1 needs pp>1, layers={L} divisible by pp·vpp and micro-batches divisible by pp",
-        "zero_dp1": "zero>0 with a single data-parallel rank (dp·cp = 1)",
-        "sp_tp1": "sp=true with tp=1",
-        "framework": f"{fw.name} cannot launch them",
-        "fixed": "excluded by --fix",
-    }
-
-    tp, pp, cp, dp, n_fact, excl_f = factorizations(workload, N, dpn, fix=fix, allow_cross_node_tp=allow_cross_node_tp)
-
-    # --- knobs: expand row-wise, masking as we go ------------------------------------------------------------
-    excl_p = {k: 0 for k in KNOB_RULES}
-
-    def expand(cols: dict, values: np.ndarray) -> tuple[dict, np.ndarray]:
-        n, k = cols["tp"].shape[0], values.shape[0]
-        out = {name: np.repeat(a, k) for name, a in cols.items()}
-        return out, np.tile(values, n)
-
-    cols = {"tp": tp, "pp": pp, "cp": cp, "dp": dp}
-    # mbs
-    mbs_vals = np.arange(1, max(1, int(max_mbs)) + 1, dtype=np.int64)
-    if "mbs" in fix:  # a pinned micro-batch size is searched even above max_mbs
-        mbs_vals = np.array([fix["mbs"]], dtype=np.int64)
-    mbs_vals = mbs_vals[(B % mbs_vals) == 0]
-    cols, mbs = expand(cols, mbs_vals)
-    ok = (B % (cols["dp"] * mbs)) == 0
+    L, B = int(mdl.layers), int(job.global_batch)
+    excl_p = acc.excl_p
+    # mbs: (rows, values) masks, then the surviving pairs in row-major order (= repeat/tile order)
+    ok = (B % (dp[:, None] * mbs_vals[None, :])) == 0
     # the excluded count is over (factorization × mbs value); count it like every knob rule
     excl_p["mbs_batch"] += int((~ok).sum())
-    okf = np.ones_like(ok) if "mbs" not in fix else (mbs == fix["mbs"])
-    excl_p["fixed"] += int((ok & ~okf).sum())
-    ok &= okf
-    cols = {k: a[ok] for k, a in cols.items()}
-    cols["mbs"] = mbs[ok]
+    if "mbs" in fix:
+        okf = np.broadcast_to((mbs_vals == fix["mbs"])[None, :], ok.shape)
+        excl_p["fixed"] += int((ok & ~okf).sum())
+        ok &= okf
+    i, j = np.nonzero(ok)
+    cols = {"tp": tp[i], "pp": pp[i], "cp": cp[i], "dp": dp[i], "mbs": mbs_vals[j]}
     # vpp
-    vpp_vals = divisors(L)
-    cols, vpp = expand(cols, vpp_vals)
     m = B // (cols["dp"] * cols["mbs"])
-    ok = (vpp == 1) | ((cols["pp"] > 1) & ((L % (cols["pp"] * vpp)) == 0) & ((m % cols["pp"]) == 0))
+    ok = (vpp_vals == 1)[None, :] | ((cols["pp"] > 1)[:, None] & ((L % (cols["pp"][:, None] * vpp_vals[None, :])) == 0)
+                                     & ((m % cols["pp"]) == 0)[:, None])
     excl_p["vpp"] += int((~ok).sum())
-    okf = np.ones_like(ok) if "vpp" not in fix else (vpp == fix["vpp"])
-    excl_p["fixed"] += int((ok & ~okf).sum())
-    ok &= okf
-    cols = {k: a[ok] for k, a in cols.items()}
-    cols["vpp"] = vpp[ok]
+    if "vpp" in fix:
+        okf = np.broadcast_to((vpp_vals == fix["vpp"])[None, :], ok.shape)
+        excl_p["fixed"] += int((ok & ~okf).sum())
+        ok &= okf
+    i, j = np.nonzero(ok)
+    cols = {k: a[i] for k, a in cols.items()}
+    cols["vpp"] = vpp_vals[j]
     if row_axes is not None:
         cols = row_axes(cols, fix, fw, excl_p, rule_text)
     # zero × recompute × sp: a dense block per row (the row: factorization, mbs, vpp), masked
@@ -270,17 +250,13 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     grid = SimpleNamespace(**{k: cols[k].reshape(-1, 1, 1, 1) for k in ("dp", "tp", "pp", "cp", "mbs", "vpp")
                               if k in cols}, zero=Z, recompute=R, sp=S,
                            **{k: cols[k].reshape(-1, 1, 1, 1) for k in ("ep", "etp") if k in cols})
-    fw_counts: dict[str, int] = {}
     for label, ok in fw.plan_masks(grid, n_devices_per_node=dpn, workload=workload):
         ok = np.broadcast_to(ok, shape)
         n_out = int((alive & ~ok).sum())
         if n_out:
-            fw_counts[label] = fw_counts.get(label, 0) + n_out
+            acc.fw_counts[label] = acc.fw_counts.get(label, 0) + n_out
             excl_p["framework"] += n_out
             alive &= ok
-    if fw_counts:
-        rule_text["framework"] += " (" + ", ".join(f"{label} ×{n:,}" for label, n in
-                                                    sorted(fw_counts.items(), key=lambda kv: -kv[1])) + ")"
     zsel = np.ones(Z.size, dtype=bool) if "zero" not in fix else (Z.ravel() == fix["zero"])
     rsel = np.ones(R.size, dtype=bool) if "recompute" not in fix else (R.ravel() == fix["recompute"])
     ssel = np.ones(S.size, dtype=bool) if "sp" not in fix else (S.ravel() == bool(fix["sp"]))
@@ -290,8 +266,92 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     # rows whose knob block is empty (e.g. every allowed zero level needs dp·cp > 1) are dropped
     keep = mask.reshape(nrow, int(np.prod(mask.shape[1:]))).any(axis=1)
     cols = {k: a[keep] for k, a in cols.items()}
-    mask = mask[keep]
-    zero_vals, rc_vals, sp_vals = Z.ravel()[zsel], R.ravel()[rsel], S.ravel()[ssel]
+    return cols, mask[keep], (Z.ravel()[zsel], R.ravel()[rsel], S.ravel()[ssel])
+
+
+def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fix: dict | None = None,
+                allow_cross_node_tp: bool = False, max_mbs: int = DEFAULT_MAX_MBS,
+                framework: str | None = None, row_axes=None, cell_rules=(),
+                recompute_levels: tuple = (0, 1, 2), max_plans: int | None = None,
+                count_only: bool = False) -> "Space | int":
+    """Enumerate every valid plan (see the module docstring for the rules).  ``framework`` (a catalog id) replaces
+    the workload's ``training.framework`` for the launchability rule.  A family adds its own axes and rules:
+    ``row_axes(cols, fix, fw, excl, rule_text) -> cols`` expands the rows (factorization × mbs × vpp) by further
+    per-row axes (e.g. ep, etp), counting what it excludes in ``excl``/``rule_text``; ``cell_rules`` are
+    ``(name, text, f(cols, Z, R, S) -> bool array)`` applied to the knob block like the built-in cell rules.
+
+    Work budget: the rows and knob masks are enumerated per chunk of factorizations and the valid plans counted
+    before any per-plan array is made; above ``max_plans`` a ``BudgetError`` is raised (the count goes on, without
+    keeping the chunks, up to ``COUNT_ON`` × the budget, so that the message says by how much).  ``count_only``:
+    return the exact number of valid plans instead of the space."""
+    from parplan.models.framework import DEFAULT_FRAMEWORK, get_framework
+    from parplan.planner.budget import MAX_DEVICES, over_budget
+
+    fw = get_framework(framework or getattr(workload.training, "framework", None) or DEFAULT_FRAMEWORK)
+    fix = dict(fix or {})
+    mdl, job = workload.model, workload.training
+    L, B, s = int(mdl.layers), int(job.global_batch), int(job.seq_len)
+    N, dpn = int(n_devices), int(devices_per_node)
+    if N > MAX_DEVICES:
+        raise SpecError(f"{N:,} devices: the planner enumerates the factorizations of at most {MAX_DEVICES:,} devices",
+                        key="devices", hint="plan a smaller cluster (fewer nodes)")
+    rule_text = {
+        "tp_heads": f"tp does not divide heads={mdl.heads} and kv_heads={mdl.kv_heads}",
+        "tp_node": (f"tp spans nodes unevenly ({dpn} devices per node)" if allow_cross_node_tp
+                    else f"tp > {dpn} devices per node (allow with --allow-cross-node-tp)"),
+        "pp_layers": f"pp > {L} layers",
+        "cp_seq": f"seq_len={s} not divisible by 2·cp",
+        "batch_dp": f"global_batch={B} not divisible by dp",
+        "mbs_batch": f"global_batch={B} not divisible by dp·mbs",
+        "vpp": f"vpp>1 needs pp>1, layers={L} divisible by pp·vpp and micro-batches divisible by pp",
+        "zero_dp1": "zero>0 with a single data-parallel rank (dp·cp = 1)",
+        "sp_tp1": "sp=true with tp=1",
+        "framework": f"{fw.name} cannot launch them",
+        "fixed": "excluded by --fix",
+    }
+
+    tp, pp, cp, dp, n_fact, excl_f = factorizations(workload, N, dpn, fix=fix, allow_cross_node_tp=allow_cross_node_tp)
+
+    # knob values of the rows: micro-batch sizes 1..max_mbs dividing the global batch (a pinned size is searched
+    # even above max_mbs), interleaving degrees dividing the layers
+    if "mbs" in fix:  # (a pin above the global batch divides nothing: an empty space, like any non-divisor)
+        mbs_vals = np.array([fix["mbs"]] if 0 < fix["mbs"] <= B else [], dtype=np.int64)
+    else:
+        mbs_vals = np.arange(1, max(1, min(int(max_mbs), B)) + 1, dtype=np.int64)
+    mbs_vals = mbs_vals[(B % mbs_vals) == 0]
+    vpp_vals = divisors(L)
+    acc = _Acc()
+    per_fact = max(1, mbs_vals.size * vpp_vals.size)
+    step = max(1, CHUNK_ROWS // per_fact)
+    chunks, counted, complete = [], 0, True
+    knob_vals = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool))
+    for a in range(0, max(tp.size, 1), step):
+        sl = slice(a, a + step)
+        cols, mask, knob_vals = _rows_and_mask(workload, fw, fix, tp[sl], pp[sl], cp[sl], dp[sl], mbs_vals, vpp_vals,
+                                               dpn, row_axes, cell_rules, recompute_levels, rule_text, acc)
+        counted += int(mask.sum())
+        if max_plans is not None and not count_only and counted > max_plans:
+            count_only, chunks = True, []  # refused: count on (up to COUNT_ON × the budget) for the message
+        if max_plans is not None and count_only and counted > COUNT_ON * max_plans and a + step < tp.size:
+            complete = False
+            break
+        if not count_only:
+            chunks.append((cols, mask))
+    if max_plans is not None and counted > max_plans:
+        raise over_budget(f"the search space of {workload.name} on {N:,} devices", counted, int(max_plans),
+                          exact=complete)
+    if count_only:
+        return counted
+    excl_p = acc.excl_p
+    if acc.fw_counts:
+        rule_text["framework"] += " (" + ", ".join(f"{label} ×{n:,}" for label, n in
+                                                    sorted(acc.fw_counts.items(), key=lambda kv: -kv[1])) + ")"
+    if len(chunks) == 1:
+        cols, mask = chunks[0]
+    else:
+        cols = {k: np.concatenate([c[k] for c, _ in chunks]) for k in chunks[0][0]}
+        mask = np.concatenate([m_ for _, m_ in chunks], axis=0)
+    zero_vals, rc_vals, sp_vals = knob_vals
     nr = cols["tp"].shape[0]
     rows = PlanArrays(dp=cols["dp"], tp=cols["tp"], pp=cols["pp"], cp=cols["cp"], mbs=cols["mbs"], vpp=cols["vpp"],
                       zero=np.zeros(nr, dtype=np.int64), recompute=np.zeros(nr, dtype=np.int64),
