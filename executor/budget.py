@@ -140,7 +140,5 @@ def estimate_events(costs, schedule: str, replicas: int) -> EventEstimate:
 
 def over_event_budget(est: EventEstimate, limit: int, what: str, hint: str | None = None) -> EventBudgetError:
     return EventBudgetError(
-        f"{what} would play {est.events:,} events ({est.ops:,} ops, {est.transfers:,} of them transfers), above the "
-        f"budget of {limit:,}", key="--max-events",
-        hint=hint or "raise --max-events (~800 bytes and ~4 µs per event), or simulate fewer micro-batches (a "
-                     "smaller --global-batch or a larger mbs) or fewer pipeline chunks (vpp)")
+        f"{what} would play {est.events:,} events, above the budget of {limit:,}", key="--max-events",
+        hint=hint or "raise --max-events (~800 B, ~4 µs per event) or play fewer micro-batches or chunks")

@@ -9,7 +9,7 @@ A row is ``case(id, argv, files, culprit)``:
   ``file:line`` position at fault (BAD rows only).
 
 ``BAD``: exit 2, stderr exactly one ``error:`` line naming the culprit, no traceback.  ``GOOD``: exit 0 (JSON
-output strictly finite).  ``BUDGET``: work budgets owned by the planner/executor CLI (tracked as xfail there).
+output strictly finite).  ``BUDGET``: work budgets (the planner's and the executor's caps).
 To extend the corpus, add a row; the inputs are tiny (a 2-layer model, one 8-GPU node) so each runs in ms.
 """
 from __future__ import annotations
@@ -674,7 +674,7 @@ GOOD += [
     case("estimate-help", ("estimate", "--help")),
 ]
 
-# --- BUDGET: work budgets, fixed in the planner/executor CLI files (tracked as xfail) --------------------------
+# --- BUDGET: work budgets (the planner's and the executor's caps) -----------------------------------------------
 BUDGET: list[Case] = [
     case("budget-max-mbs-1e9", COMMANDS["suggest"] + ("--max-mbs", "1000000000"), wl(W), ("--max-mbs",)),
     case("budget-simulate-1e7-micro-batches", ("simulate", "w.yaml", "--hw", "c.yaml", "--plan", "tp=1,dp=1",

@@ -3,7 +3,7 @@
 Malformed and extreme inputs: exit code 2, stderr exactly one line ``error: …`` of at most 300 characters that
 names the culprit (key path, option, or file position), no traceback, nothing on stdout, no raw control character.
 Edge-but-valid inputs: exit 0, no traceback or warning, strictly finite JSON.  Work-budget inputs (owned by the
-planner/executor CLI): the same contract as malformed inputs, tracked as a non-strict xfail.
+planner/executor CLI): the same contract as malformed inputs.
 """
 from __future__ import annotations
 
@@ -114,7 +114,6 @@ def time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-@pytest.mark.xfail(strict=False, reason="work budgets: other part of the issue")
 @pytest.mark.parametrize("c", BUDGET, ids=[c.id for c in BUDGET])
 def test_work_budget_input_is_one_error_line(c, tmp_path, monkeypatch):
     with time_limit(5.0):
