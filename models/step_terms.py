@@ -226,12 +226,11 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     warm = np.minimum(pp, m)
 
     def gather_exposure(ag, fwd):
-        worst = np.zeros_like(ag)
-        for ci in range(int(np.max(v)) if np.size(v) else 1):
-            live = ci < v
-            need = (ci + 1) * ag / v - op_ * (1.0 + ci * warm) * fwd / v
-            worst = np.where(live, np.maximum(worst, need), worst)
-        return np.maximum(worst, 0.0)
+        # need(c) = (c+1)·ag/v − (1 + c·min(p, m))·fwd/v is linear in the chunk c: its maximum over 0…v−1 is at an end
+        last = v - 1.0
+        need0 = (0 + 1) * ag / v - op_ * (1.0 + 0 * warm) * fwd / v
+        need_l = (last + 1) * ag / v - op_ * (1.0 + last * warm) * fwd / v
+        return np.maximum(np.maximum(need0, need_l), 0.0)
 
     gath = np.maximum(gather_exposure(ag_f, f_first), gather_exposure(ag_l, f_last))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
