@@ -174,6 +174,14 @@ def check_split(n_dev: list, r: dict, note: str, notes: list) -> None:
         notes.append(note)
 
 
+def dp_collectives(r: dict, zero: int) -> tuple:
+    """The model's data-parallel collectives of the first and last stage: gradient (all-reduce at zero 0, else
+    reduce-scatter) and parameter all-gather seconds, and the gradient bytes they move."""
+    grad_key = "allreduce" if zero == 0 else "reduce_scatter"
+    return (r[f"op_dp_{grad_key}_first_s"], r[f"op_dp_{grad_key}_last_s"], r["op_dp_allgather_first_s"],
+            r["op_dp_allgather_last_s"], r["op_dp_grad_bytes_first"], r["op_dp_grad_bytes_last"])
+
+
 def split_dp(nbytes: list, B_first: float, B_last: float, g_first: float, g_last: float, a_first: float,
              a_last: float, zero: int) -> tuple[list, list]:
     """Data-parallel collectives per virtual stage: the model prices the first and the last stage; every other

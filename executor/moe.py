@@ -32,7 +32,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from parplan.executor.costs import (EXTRA_ACT_FIRST_KEY, EXTRA_ACT_LAST_KEY, PipelineCosts, check_split,
+from parplan.executor.costs import (EXTRA_ACT_FIRST_KEY, EXTRA_ACT_LAST_KEY, PipelineCosts, check_split, dp_collectives,
                                     clean_split, default_split, device_layers, layer_split, split_dp)
 from parplan.models.efficiency import efficiency_for
 from parplan.models.moe import evaluate_workload
@@ -141,10 +141,7 @@ def model_costs(workload, cluster, plan, eff=None) -> tuple[PipelineCosts, dict]
 
     # --- data-parallel collectives ----------------------------------------------------------------------------
     zero = plan.zero
-    grad_key = "allreduce" if zero == 0 else "reduce_scatter"
-    g_first, g_last = r[f"op_dp_{grad_key}_first_s"], r[f"op_dp_{grad_key}_last_s"]
-    a_first, a_last = r["op_dp_allgather_first_s"], r["op_dp_allgather_last_s"]
-    B_first, B_last = r["op_dp_grad_bytes_first"], r["op_dp_grad_bytes_last"]
+    g_first, g_last, a_first, a_last, B_first, B_last = dp_collectives(r, zero)
     nbytes = [0.0] * K
     if K > 1 and p == 2 and v == 1:
         nbytes = [B_first, B_last]
