@@ -15,7 +15,8 @@ from parplan.models.moe_terms import moe_layer
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.step_terms import TIME_PARTS as _BASE_PARTS
 from parplan.models.step_terms import LayerKind, LayerMix, assemble
-from parplan.models.training_memory import MEMORY_PARTS, OPTIMIZER_STATE_BYTES, inflight_factors  # noqa: F401
+from parplan.models.training_memory import (MEMORY_PARTS, OPTIMIZER_STATE_BYTES, inflight_factors,  # noqa: F401
+                                            last_stage_inflight)
 
 TIME_PARTS = _BASE_PARTS + ("ep_comm_exposed_s",)
 EXTRA_KNOBS = ("ep", "etp")  # a partial plan may leave them out: chosen like the shared knobs
@@ -146,8 +147,9 @@ def _memory_extra(model, job, c, ms, buffer_bytes, expert_dev):
         return {"states_first": states(x_first, n_moe_first), "states_last": states(x_last, n_moe_last),
                 "zero3_buffer": np.where((zero >= 3) & shape.reshard, 2.0 * expert_dev * w_b, 0.0),
                 "act_first": n_moe_first * per * inflight * penalty,
-                "act_last": np.where(shape.pp == 1, n_moe_first * per * inflight * penalty, n_moe_last * per),
-                "transient": np.where(ms.ep > 1, buffers, 0.0)}
+                "act_last": np.where(shape.pp == 1, n_moe_first * per * inflight * penalty,
+                                     n_moe_last * per * last_stage_inflight(shape)),
+                "transient": np.where(ms.ep > 1, buffers, 0.0), "per_moe_layer": per}
 
     return extra
 

@@ -54,6 +54,12 @@ def inflight_factors(S: StageShape):
     return np.minimum(S.pp, S.m), np.where((S.v > 1) & (S.m > S.pp), 1.0 + (S.pp - 1) / (S.pp * S.v), 1.0)
 
 
+def last_stage_inflight(S: StageShape):
+    """Micro-batches the last stage holds: one, or all m when the interleaved schedule runs every forward first
+    (Megatron-Core's interleaved 1F1B when m ≤ p: num_warmup_microbatches = all)."""
+    return np.where((S.v > 1) & (S.m <= S.pp), S.m, 1.0)
+
+
 def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, flash: bool,
            extra: dict | None = None) -> dict:
     """Memory parts per device at the heaviest of the first and the last stage (bytes).  ``extra`` (a family's
@@ -110,7 +116,11 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
                  + inflight * penalty * emb_extra)
     logits = 4.0 * T * h / tp + 4.0 * T * V / tp  # final norm input + fp32 logits for the loss (Korthikanti §4.3)
     act_first = act_first + np.where(single, logits, 0.0)
-    act_last = np.where(single, act_first, S.n_last * per_layer + np.where(rc == 2, per_layer_sel, 0.0) + logits)
+    # the last stage keeps one micro-batch in flight, except when Megatron's interleaved schedule runs every forward
+    # first (m ≤ p): then all m micro-batches of the stage, and their loss buffers, are held at once
+    last_inflight = last_stage_inflight(S)
+    act_last = np.where(single, act_first, last_inflight * (S.n_last * per_layer + logits)
+                        + np.where(rc == 2, per_layer_sel, 0.0))
     transient_first = 2.0 * e * T * f / tp  # the largest single backward buffer (an f-wide activation gradient)
     transient_last = np.maximum(transient_first, e * T * V / tp)  # and the logit gradients
     z3_buf = np.where((zero >= 3) & S.reshard, 2.0 * P_layer * w_b / tp, 0.0)  # prefetched full layers (FSDP)
@@ -133,7 +143,7 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     dyn = pick(dyn_first, dyn_last)
     frag = FRAGMENTATION_FRACTION * dyn
     peak = dyn + frag + FRAMEWORK_RESERVED_BYTES
-    return {
+    out = {
         "params_bytes": pick(wf, wl), "grads_bytes": pick(gf, gl), "optimizer_bytes": pick(of, ol),
         "activations_bytes": pick(act_first, act_last), "zero3_gather_buffer_bytes": z3_buf,
         "transient_bytes": pick(transient_first, transient_last),
@@ -145,3 +155,6 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
         else np.full_like(peak, emb_extra),
         "op_params_bytes_first": wf, "op_params_bytes_last": wl,
     }
+    if extra is not None and "per_moe_layer" in extra:  # an MoE layer's activations (the executor allocates them)
+        out["op_moe_activation_bytes_per_layer"] = per_layer + extra["per_moe_layer"]
+    return out

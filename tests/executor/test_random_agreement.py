@@ -1,6 +1,6 @@
 """The executor against the analytical model on a small seeded sample of random fitting plans (the CI-sized run of
 benchmarks/validate_random.py, which draws 300).  The target — ≥ 98 % within 5 %, none beyond 10 % — is not met
-(80.7 % on the 300-plan run: ZeRO-2/3 with pipelines, CP and MoE all-to-all on shared NICs disagree), so it is a
+(81.0 % on the 300-plan run: ZeRO-2/3 with pipelines, CP and MoE all-to-all on shared NICs disagree), so it is a
 strict xfail; today's share on this sample is a no-regression guard."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from validate_random import CASES, draw
 
 from parplan.executor.agreement import compare_plan
 
-REGRESSION_WITHIN_5_PCT = 0.88  # today: 33 of 36 (0.917) on this sample; the guard allows one plan less
+REGRESSION_WITHIN_5_PCT = 0.76  # today: 56 of 72 (0.778) on this sample; the guard allows one plan less
 
 
 @pytest.fixture(scope="module")
@@ -19,16 +19,16 @@ def diffs():
     rng = np.random.default_rng(7)
     out = []
     for case in CASES:
-        w, c, plans = draw(case, 6, rng)
+        w, c, plans = draw(case, 12, rng)
         out += [abs(compare_plan(w, c, p).step_diff) for p in plans]
     return np.array(out)
 
 
 def test_random_agreement_does_not_regress(diffs):
-    assert len(diffs) == 6 * len(CASES)
+    assert len(diffs) == 12 * len(CASES)
     assert (diffs <= 0.05).mean() >= REGRESSION_WITHIN_5_PCT, np.sort(diffs)[-8:]
 
 
-@pytest.mark.xfail(strict=True, reason="random-plan agreement target not met (80.7 % within 5 % on 300 plans)")
+@pytest.mark.xfail(strict=True, reason="random-plan agreement target not met (81.0 % within 5 % on 300 plans)")
 def test_random_agreement_target(diffs):
     assert (diffs <= 0.05).mean() >= 0.98 and diffs.max() <= 0.10
