@@ -188,6 +188,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     rs_f, ag_f, ar_f, rep_f = dp_sync(params_first, P_layer / tp, zdeg, S, R, per_node)
     rs_l, ag_l, ar_l, rep_l = dp_sync(params_last, P_layer / tp, zdeg, S, R, per_node)
     rs_m, ag_m, _, _ = dp_sync(params_mid, P_layer / tp, zdeg, S, R, per_node)  # a middle stage (ZeRO-3 drain)
+    rs_fx = rs_lx = 0.0  # the experts' share of the reduce-scatters (their buckets are layers' buckets)
     if has_experts:  # expert gradients: the expert-data-parallel group (MoE parallel folding, Liu et al. 2025)
         edp = np.asarray(mix.edp, dtype=f64)
         x_layer = K[0].expert_params_dev
@@ -196,9 +197,9 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         for tgt, params in (("f", x_first), ("l", x_last), ("m", x_mid)):
             xs = dp_sync(params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
             if tgt == "f":
-                rs_f, ag_f, ar_f = rs_f + xs[0], ag_f + xs[1], ar_f + xs[2]
+                rs_f, ag_f, ar_f, rs_fx = rs_f + xs[0], ag_f + xs[1], ar_f + xs[2], xs[0]
             elif tgt == "l":
-                rs_l, ag_l, ar_l = rs_l + xs[0], ag_l + xs[1], ar_l + xs[2]
+                rs_l, ag_l, ar_l, rs_lx = rs_l + xs[0], ag_l + xs[1], ar_l + xs[2], xs[0]
             else:
                 rs_m, ag_m = rs_m + xs[0], ag_m + xs[1]
     # zero 0: all-reduce after the last backward, overlapped with that micro-batch's backward (bucketed DDP);
@@ -235,7 +236,16 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     gath = np.maximum(gather_exposure(ag_f, f_first), gather_exposure(ag_l, f_last))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = np.maximum(x0(rs_f, win_f_b), x0(rs_l, win_l_b)) + gath + rep
-    dp2 = m * np.maximum(x0(rs_f, og * wb_f), x0(rs_l, og * wb_l)) + gath + rep
+    # the layers' buckets are sent behind their own backward; the embedding's (first stage) and the output
+    # projection's (last stage) gradients come last and their reduce-scatter runs behind the op that follows —
+    # exposed once, at the end of the step, not per micro-batch
+    lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
+    lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
+    # (per micro-batch: the layers' share hides in the backward, the whole by the end of the forward that follows)
+    tail_f, tail_l = (rs_f - rs_fx) * (1 - lay_f), (rs_l - rs_lx) * (1 - lay_l)
+    e2_f = np.maximum(x0(rs_f - tail_f, og * wb_f), x0(rs_f, og * (wb_f + f_first)))
+    e2_l = np.maximum(x0(rs_l - tail_l, og * wb_l), x0(rs_l, og * (wb_l + f_last)))
+    dp2 = m * np.maximum(e2_f, e2_l) + np.maximum(tail_f, tail_l) * np.where(og > 0, 1.0, 0.0) + gath + rep
     # zero 3 with a pipeline: the per-micro-batch exposure lengthens every slot; in the drain the backward gathers
     # and reduce-scatters sit on the critical path once more on every other stage, each with its own collectives
     # and its own backward to hide them (Σ over the stages but the worst, /v): the drain term grows no faster than
