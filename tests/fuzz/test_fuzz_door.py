@@ -81,9 +81,9 @@ def test_aliases_within_budget_are_fine():
 
 
 def test_node_budget_counts_plain_nodes_too(monkeypatch):
-    import parplan.spec
+    import parplan.reading
 
-    monkeypatch.setattr(parplan.spec, "MAX_NODES", 1000)  # the budget is read at load time; 200,000 takes seconds
+    monkeypatch.setattr(parplan.reading, "MAX_NODES", 1000)  # the budget is read at load time; 200,000 takes seconds
     assert error_of(load, "a: [" + ", ".join(["1"] * 1000) + "]\n").startswith(
         "f.yaml:1:2996: the document expands to more than 1,000 nodes")  # the 998th item
     assert len(load("a: [" + ", ".join(["1"] * 997) + "]\n")["a"]) == 997  # 1 mapping + 1 key + 1 list + 997
