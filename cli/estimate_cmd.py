@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
         debug: DebugOpt = False,
     ) -> None:
         """Predict step time, throughput, MFU and memory of one parallel plan."""
-        from parplan.cli.suggest_cmd import LazyProgress
+        from parplan.cli.progress import LazyProgress
         from parplan.planner.budget import check_max_plans
 
         if max_plans is not None:

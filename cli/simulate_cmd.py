@@ -206,7 +206,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Simulate one training step of a plan, op by op (reference executor)."""
         from parplan.cli.estimate_cmd import frame_csv
-        from parplan.cli.suggest_cmd import LazyProgress
+        from parplan.cli.progress import LazyProgress
         from parplan.executor.budget import DEFAULT_MAX_EVENTS
         from parplan.executor.simulate import simulate_plan
         from parplan.executor.trace import write_chrome_trace
@@ -259,7 +259,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance."""
         from parplan.cli.estimate_cmd import frame_csv
-        from parplan.cli.suggest_cmd import LazyProgress
+        from parplan.cli.progress import LazyProgress
         from parplan.executor.agreement import compare_plan
         from parplan.executor.budget import DEFAULT_MAX_EVENTS, over_event_budget
         from parplan.executor.simulate import plan_events

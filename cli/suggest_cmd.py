@@ -11,107 +11,22 @@ Option values are checked before anything is loaded (``door``): finite, in range
 """
 from __future__ import annotations
 
-import contextlib
-import sys
-import threading
-import time
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
-from rich.text import Text
 from rich.table import Table
 
-from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, err_console, EXIT_CHECK_FAILED,
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED,
                                 Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, human_s, HwOpt,
                                 ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
+from parplan.cli.progress import LazyProgress, _Err  # noqa: F401  (LazyProgress: other commands import it here)
 from parplan.errors import SpecError, did_you_mean
 from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_MBS, MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S,
                                     MAX_TOP, TABLE_ROWS, check_max_plans, check_number)
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
 GiB = float(2**30)
-
-
-class _Err:
-    """Messages on stderr, one unwrapped line each (no terminal-width wrapping, no markup)."""
-
-    def print(self, text: str, **_ignored) -> None:
-        typer.echo(text, err=True)
-
-
-class _Count(ProgressColumn):
-    """``done/total`` (nothing while a step without counts runs)."""
-
-    def render(self, task) -> Text:
-        return Text("" if task.total is None else f"{task.completed:,.0f}/{task.total:,.0f}")
-
-
-class LazyProgress:
-    """A rich progress bar on stderr that appears only once the work has run for ``delay_s`` (never for quick
-    searches), and only when stderr is a terminal; ``enabled=False`` (--quiet) hides it.
-
-    Call it as ``f(done, total, nodes=None)`` while counted work runs; ``with bar.phase("writing"):`` around one
-    long step that reports nothing (rendering, JSON): a timer shows the bar, with its elapsed time, if the step
-    runs past ``delay_s``.  ``close()`` removes it."""
-
-    def __init__(self, enabled: bool, label: str, delay_s: float = 1.0):
-        self.enabled = enabled and sys.stderr.isatty()
-        self.label, self.delay_s = label, delay_s
-        self.t0 = time.perf_counter()
-        self.t0_clock = time.monotonic()  # rich's clock
-        self.bar: Optional[Progress] = None
-        self.task = None
-        self._lock = threading.Lock()
-
-    def _start(self, total, label: str | None = None) -> None:
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn(),
-                            console=err_console(), transient=True)
-        self.bar.start()
-        self.task = self.bar.add_task(label or self.label, total=total)
-        for task in self.bar.tasks:  # the elapsed time counts from the start of the work, not of the bar
-            if task.id == self.task:
-                task.start_time = self.t0_clock
-
-    def __call__(self, done: int, total: int, nodes=None) -> None:
-        if not self.enabled:
-            return
-        with self._lock:
-            if self.bar is None:
-                if time.perf_counter() - self.t0 < self.delay_s:
-                    return
-                self._start(max(total, 1))
-            desc = self.label if nodes is None else f"{self.label}: {nodes} nodes"
-            self.bar.update(self.task, completed=done, total=max(total, 1), description=desc)
-
-    @contextlib.contextmanager
-    def phase(self, label: str):
-        """One long step without counts: the bar (elapsed time, no total) if it runs past ``delay_s``."""
-        if not self.enabled:
-            yield
-            return
-
-        def show():
-            with self._lock:
-                if self.bar is None:
-                    self._start(None, label)
-                else:
-                    self.bar.update(self.task, description=label, total=None, completed=0)
-
-        timer = threading.Timer(self.delay_s, show)
-        timer.daemon = True
-        timer.start()
-        try:
-            yield
-        finally:
-            timer.cancel()
-
-    def close(self) -> None:
-        with self._lock:
-            if self.bar is not None:
-                self.bar.stop()
-                self.bar = None
 
 
 def _short_plan(row) -> str:
