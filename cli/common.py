@@ -49,6 +49,9 @@ PrecisionOpt = Annotated[Optional[str], typer.Option("--precision", help="overri
 FrameworkOpt = Annotated[Optional[str], typer.Option(
     "--framework", help="override training.framework: the training framework whose overlaps and launchable plans "
                         "apply (see `parplan catalog list frameworks`; default megatron-core)")]
+ImbalanceOpt = Annotated[Optional[float], typer.Option(
+    "--expert-imbalance", help="override training.expert_imbalance (mixture-of-experts workloads): max/mean tokens per "
+                               "expert-parallel rank, ≥ 1 (1 = forced balancing; default from measured routing)")]
 FormatOpt = Annotated[Format, typer.Option("--format", help="table | json | csv")]
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="write the result to this file")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show a traceback on errors")]

@@ -15,9 +15,9 @@ import typer
 from rich.table import Table
 
 from parplan.api import estimate
-from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt, emit, Format, FormatOpt, gib, GlobalBatchOpt,
-                                handle_errors, human_s, HwOpt, ModelArg, out_console, OutputOpt, PrecisionOpt,
-                                SeqLenOpt, to_json)
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt, emit, Format, FormatOpt,
+                                gib, GlobalBatchOpt, handle_errors, human_s, HwOpt, ImbalanceOpt, ModelArg,
+                                out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
 from parplan.models.estimate import Estimate
 from parplan.planner.budget import MAX_PLANS_HELP
 
@@ -98,6 +98,7 @@ def register(app: typer.Typer) -> None:
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
         framework: FrameworkOpt = None,
+        expert_imbalance: ImbalanceOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         max_plans: Optional[int] = typer.Option(None, "--max-plans", show_default=False,
@@ -139,7 +140,8 @@ def register(app: typer.Typer) -> None:
         bar = LazyProgress(not quiet, "completing the plan")
         try:
             e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision,
-                         framework=framework, max_plans=max_plans, progress=bar)
+                         framework=framework, expert_imbalance=expert_imbalance, max_plans=max_plans,
+                         progress=bar)
         finally:
             bar.close()
         if fmt == Format.json:

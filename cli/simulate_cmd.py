@@ -16,8 +16,8 @@ import typer
 from rich.table import Table
 
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
-                                FormatOpt, FrameworkOpt, gib, GlobalBatchOpt, handle_errors, human_s, HwOpt, ModelArg,
-                                out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
+                                FormatOpt, FrameworkOpt, ImbalanceOpt, gib, GlobalBatchOpt, handle_errors, human_s,
+                                HwOpt, ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
 from parplan.errors import SpecError, did_you_mean
 from parplan.executor.budget import MAX_EVENTS_HELP, TRACE_SHARE, check_max_events
 from parplan.planner.budget import MAX_PLANS_HELP, check_max_plans, check_number
@@ -42,14 +42,14 @@ def _door_simulate(schedule, mode, p2p, max_events) -> None:
         check_max_events(max_events)
 
 
-def _load(model: str, hw: str, seq_len, global_batch, precision, framework=None):
+def _load(model: str, hw: str, seq_len, global_batch, precision, framework=None, expert_imbalance=None):
     from parplan.hardware.catalog import load_cluster
     from parplan.workloads.loader import load_workload
 
     check_precision(precision)
     check_framework(framework)
     return (load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision,
-                          framework=framework), load_cluster(hw))
+                          framework=framework, expert_imbalance=expert_imbalance), load_cluster(hw))
 
 
 def _split_items(items: Optional[List[str]]) -> list[str]:
@@ -198,6 +198,7 @@ def register(app: typer.Typer) -> None:
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
         framework: FrameworkOpt = None,
+        expert_imbalance: ImbalanceOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         max_events: Optional[int] = typer.Option(None, "--max-events", help=MAX_EVENTS_HELP, show_default=False),
@@ -216,7 +217,7 @@ def register(app: typer.Typer) -> None:
         limit = DEFAULT_MAX_EVENTS if max_events is None else max_events
         if trace is not None:  # a trace holds every event once more while it is written
             limit = max(1, int(limit * TRACE_SHARE))
-        w, c = _load(model, hw, seq_len, global_batch, precision, framework)
+        w, c = _load(model, hw, seq_len, global_batch, precision, framework, expert_imbalance)
         p = parse_plan(plan, c.n_devices)
         bar = LazyProgress(not quiet, "simulating")
         try:
@@ -248,6 +249,7 @@ def register(app: typer.Typer) -> None:
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
         framework: FrameworkOpt = None,
+        expert_imbalance: ImbalanceOpt = None,
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         max_events: Optional[int] = typer.Option(None, "--max-events", help=MAX_EVENTS_HELP + "; per plan",
@@ -279,7 +281,7 @@ def register(app: typer.Typer) -> None:
         if bool(plan) == (top is not None):
             raise SpecError("give either --plan (one or more) or --top K", key="--plan")
         limit = DEFAULT_MAX_EVENTS if max_events is None else max_events
-        w, c = _load(model, hw, seq_len, global_batch, precision, framework)
+        w, c = _load(model, hw, seq_len, global_batch, precision, framework, expert_imbalance)
         bar = LazyProgress(not quiet, "validating")
         try:
             if top is not None:

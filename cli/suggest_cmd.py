@@ -19,7 +19,7 @@ from rich.table import Table
 
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED,
                                 Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, human_s, HwOpt,
-                                ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
+                                ImbalanceOpt, ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
 from parplan.cli.progress import LazyProgress, _Err  # noqa: F401  (LazyProgress: other commands import it here)
 from parplan.errors import SpecError, did_you_mean
 from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_MBS, MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S,
@@ -120,6 +120,7 @@ def register(app: typer.Typer) -> None:
         seq_len: SeqLenOpt = None,
         precision: PrecisionOpt = None,
         framework: FrameworkOpt = None,
+        expert_imbalance: ImbalanceOpt = None,
         top: int = typer.Option(10, "--top", help=f"how many plans to print (0 = every plan that fits; at most "
                                                   f"{MAX_TOP:,}; a table shows the first {TABLE_ROWS:,})"),
         objective: Optional[str] = typer.Option(None, "--objective",
@@ -171,7 +172,8 @@ def register(app: typer.Typer) -> None:
         if objective is not None and objective not in OBJECTIVE_NAMES:
             raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVE_NAMES,
                             hint=did_you_mean(objective, OBJECTIVE_NAMES))
-        w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision, framework=framework)
+        w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision, framework=framework,
+                          expert_imbalance=expert_imbalance)
         c = load_cluster(hw)
         if not c.is_homogeneous:
             unsupported = {"--objective": objective not in (None, "throughput"), "--fix": bool(fix),
@@ -315,6 +317,7 @@ def register(app: typer.Typer) -> None:
         global_batch: GlobalBatchOpt = None,
         seq_len: SeqLenOpt = None,
         precision: PrecisionOpt = None,
+        expert_imbalance: ImbalanceOpt = None,
         fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key when searching (repeatable)"),
         allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
                                                  help="let tensor parallelism span nodes"),
@@ -343,7 +346,8 @@ def register(app: typer.Typer) -> None:
             r = check(model, hw, plan, min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,
                       max_memory_fraction=max_memory_fraction, min_mfu=min_mfu, fix=fix,
                       allow_cross_node_tp=allow_cross_node_tp, progress=bar, seq_len=seq_len,
-                      global_batch=global_batch, precision=precision, max_plans=max_plans)
+                      global_batch=global_batch, precision=precision, expert_imbalance=expert_imbalance,
+                      max_plans=max_plans)
         finally:
             bar.close()
         e = r.estimate

@@ -123,3 +123,17 @@ def test_simulate_moe_with_a_framework_shows_the_exposed_all_to_all():
     assert "all-to-all" in r.stdout and "expert imbalance" in r.stdout
     r = invoke("validate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", plan, "--framework", "nemo", *SHAPE)
     assert r.exit_code == 0, r.output
+
+
+def test_expert_imbalance_flag_sets_and_checks_it():
+    plan = "tp=2,pp=2,ep=8,etp=1,mbs=1,vpp=1,zero=1,recompute=selective,sp=true"
+    base = invoke("estimate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", plan, "--format", "json", *SHAPE)
+    hot = invoke("estimate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", plan, "--format", "json",
+                 "--expert-imbalance", "1.5", *SHAPE)
+    assert base.exit_code == hot.exit_code == 0
+    assert json.loads(hot.stdout)["step_time_s"] > json.loads(base.stdout)["step_time_s"]
+    r = invoke("suggest", "mixtral-8x7b", "--hw", "dgx-h100-64", "--expert-imbalance", "0.5", *SHAPE)
+    assert r.exit_code == 2 and r.stderr == ("error: training.expert_imbalance: bad value 0.5: must be a number from "
+                                             "1 to 64\n")
+    r = invoke("simulate", "llama3-8b", "--hw", "dgx-h100-64", "--plan", "tp=1", "--expert-imbalance", "1.2", *SHAPE)
+    assert r.exit_code == 2 and "expert_imbalance applies to moe-transformer workloads" in r.stderr
