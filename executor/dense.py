@@ -90,7 +90,8 @@ def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
         p2p_work_s=(r["op_p2p_bytes"] / pp_bw) if p > 1 else 0.0, p2p_latency_s=r["link_pp_latency_s"] if p > 1 else 0.0,
         p2p_bytes=r["op_p2p_bytes"], dp_ranks=int(round(r["op_dp_ranks"])), zero=zero,
         dp_grad_s=tuple(dp_grad), dp_param_s=tuple(dp_param), optimizer_s=r["op_optimizer_s"],
-        ranks_per_stage=plan.tp * plan.cp, dp_replicas=plan.dp, devices_per_node=cluster.group.devices_per_node,
+        ranks_per_stage=plan.tp * plan.cp, dp_replicas=plan.dp,
+        devices_per_node=int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node)),
         notes=tuple(notes),
     )
     return costs, r
