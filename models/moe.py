@@ -14,7 +14,8 @@ from parplan.models.layer_terms import dense_layer, step_context
 from parplan.models.moe_terms import moe_layer
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.step_terms import TIME_PARTS as _BASE_PARTS
-from parplan.models.step_terms import LayerKind, LayerMix, assemble
+from parplan.models.layer_mix import LayerKind, LayerMix
+from parplan.models.step_terms import assemble
 from parplan.models.training_memory import (MEMORY_PARTS, OPTIMIZER_STATE_BYTES, inflight_factors,  # noqa: F401
                                             last_stage_inflight)
 
@@ -90,11 +91,8 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
                            bound_flops=3.0 * 2.0 * c.T * lin_dense / c.tp + 3.0 * att.attn_flops_fwd)
     mtp = float(getattr(job, "mtp_layers", None) if getattr(job, "mtp_layers", None) is not None
                 else getattr(model, "mtp_layers", 0))
-    from parplan.models.step_terms import stage_layers
-
-    n_first, n_last, _, _ = stage_layers(float(model.layers), c.pp, P)
     mix = LayerMix(kinds=[moe_kind, dense_kind],
-                   count=_counter(model, float(model.layers), n_first, n_last, mtp, c.pp),
+                   counter=lambda n_first, n_last: _counter(model, float(model.layers), n_first, n_last, mtp, c.pp),
                    edp=ms.edp, edp_per_node=np.maximum(np.floor(hw.devices_per_node / (ms.etp * ms.ep)), 1.0),
                    layer_counts=(float(model.n_moe_layers) + mtp, float(model.n_dense_layers)),
                    memory_extra=_memory_extra(model, job, c, ms, ops["buffer_bytes"], expert_dev),

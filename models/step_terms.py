@@ -2,18 +2,17 @@
 embedding and loss as layers), p2p, the pipeline makespan, data-parallel gradient / parameter traffic under
 ZeRO/FSDP/HSDP with the framework's overlaps, the optimizer step, FLOPs, memory and the named breakdown.
 
-Families hand in a ``LayerMix``: the kinds of layers the model has (a dense layer; an MoE layer), their per-layer
-terms (``models/layer_terms.py``), how many of each every stage holds, and their parameters by synchronization
-class (parameters reduced over dp·cp, expert parameters over the expert-data-parallel group).  With one kind this
-is exactly the dense model (a test pins its numbers).
+Families hand in a ``LayerMix`` (``models/layer_mix.py``): the kinds of layers the model has (a dense layer; an MoE
+layer), their per-layer terms, how many of each every stage holds, and their parameters by synchronization class
+(parameters reduced over dp·cp, expert parameters over the expert-data-parallel group).  With one kind this is
+exactly the dense model (a test pins its numbers).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from parplan.models.layer_terms import LayerTerms, StepContext
+from parplan.models.layer_mix import LayerMix, stage_layers
+from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
@@ -33,55 +32,6 @@ TIME_PARTS = (
 )
 
 
-@dataclass
-class LayerKind:
-    """One kind of layer: its terms, its parameters per device by sync class, and its FLOPs."""
-
-    terms: LayerTerms
-    params_tp: float  # parameters of one layer reduced over dp·cp (whole layer; the formulas divide by tp)
-    expert_params_dev: object = 0.0  # expert parameters of one layer on one device (reduced over the EDP group)
-    flops_per_token_fwd: float = 0.0  # model FLOPs of one layer per token, forward (Megatron convention)
-    attn_flops_per_token_fwd: float = 0.0  # the attention-core part of it (what selective recompute redoes)
-    bound_flops: object = 0.0  # forward+backward FLOPs of one layer, one micro-batch, one device (lower bound)
-
-
-@dataclass
-class LayerMix:
-    """The layer kinds of a model and how many of each every pipeline stage holds (arrays over plans)."""
-
-    kinds: list  # [LayerKind, ...]; kinds[0] is the default kind
-    count: object = None  # f(kind index, n_layers_array, where ∈ first|last|mid|mid_total) -> array
-    edp: object = 1.0  # ranks of the expert-data-parallel group (expert gradients are reduced over it)
-    edp_per_node: object = 1.0  # of them in one scale-up domain
-    layer_counts: tuple = ()  # layers of each kind in the whole model (default: every layer is kinds[0])
-    interval_family: str | None = None  # a family with its own 80 % band (catalogs/calibration/intervals.yaml)
-    pair_on: object = False  # where the framework co-schedules forward/backward pairs (combined 1F1B overlap)
-    output_heads: float = 1.0  # output projections + losses on the last stage (1 + DeepSeek-V3's MTP modules)
-    memory_extra: object = None  # f(shape, experts_first, experts_last, counts_first, counts_last, w_b) -> dict
-
-
-def stage_layers(L, pp, P):
-    """Layers on the first, the largest middle and the last stage, and all middle stages together.  Default rule:
-    floor((L+e+l)/p) each, the remainder to the first stages, minus the embedding (e) / loss (l) where they count
-    as layers; explicit first/last counts split the rest evenly over the middle stages (Megatron-Core)."""
-    ea, la = P.embed_as_layer.astype(np.float64), P.loss_as_layer.astype(np.float64)
-    Lv = L + ea + la
-    base = np.floor(Lv / pp)
-    extra = Lv - base * pp
-    n_first = np.where(pp > 1, base + (extra > 0) - ea, L)
-    n_last = np.where(pp > 1, base - la, n_first)
-    fl, ll = P.first_layers.astype(np.float64), P.last_layers.astype(np.float64)
-    rest = np.maximum(pp - 1, 1)
-    # one end given: the other stages split the rest evenly (Megatron-Core --decoder-first/last-pipeline-num-layers)
-    n_last = np.where((fl > 0) & (ll == 0) & (pp > 1), (L - fl) / rest, n_last)
-    n_first = np.where((ll > 0) & (fl == 0) & (pp > 1), (L - ll) / rest, n_first)
-    n_first = np.where(fl > 0, fl, n_first)
-    n_last = np.where((ll > 0) & (pp > 1), ll, n_last)
-    n_mid_total = np.where(pp > 2, np.maximum(L - n_first - n_last, 0.0), 0.0)
-    n_mid_max = np.where(pp > 2, np.ceil(n_mid_total / np.maximum(pp - 2, 1)), 0.0)
-    return n_first, n_last, n_mid_max, n_mid_total
-
-
 def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]:
     """Price one optimizer step for every plan from its layers' terms; named arrays (s, bytes, FLOP)."""
     hw, P = c.hw, c.P
@@ -99,7 +49,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         """Layers of each kind on a stage holding n layers."""
         if one_kind:
             return [n]
-        return [mix.count(i, n, where) for i in range(len(K))]
+        return [count(i, n, where) for i in range(len(K))]
 
     def over(ns, fn):
         """Σ over kinds of n_kind · fn(kind)."""
@@ -114,6 +64,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
 
     # --- stages --------------------------------------------------------------------------------------------------
     n_first, n_last, n_mid_max, n_mid_total = stage_layers(L, pp, P)
+    count = None if one_kind else mix.counter(n_first, n_last)
     c_first, c_last, c_mid = counts(n_first, "first"), counts(n_last, "last"), counts(n_mid_max, "mid")
     c_midt = counts(n_mid_total, "mid_total")
     emb_fwd = 2.0 * e * Tsp * h / bw_mem  # embedding gather forward, scatter-add backward (memory-bound on T·h)

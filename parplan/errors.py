@@ -34,7 +34,7 @@ def escape_controls(text: str) -> str:
 
 
 def control_char(text: str) -> str | None:
-    """The first control character of ``text`` as ``U+XXXX``, or None when there is none."""
+    """The first control character of ``text`` written as its code point (``U+001B`` for ESC), or None."""
     m = _CONTROL.search(text)
     return f"U+{ord(m.group()):04X}" if m else None
 

@@ -33,7 +33,7 @@ MAX_COMPLETION_MBS = 64
 MAX_COMPLETION_VPP = 16
 
 
-def _options(knob: str, base: dict, workload: Workload, dp: int, fw) -> list:
+def _options(knob: str, base: dict, workload: Workload, dp: int, fw, dpn: int) -> list:
     mdl, job = workload.model, workload.training
 
     if knob == "mbs":
@@ -55,12 +55,10 @@ def _options(knob: str, base: dict, workload: Workload, dp: int, fw) -> list:
         return {"always-with-tp": [True], "none": [False]}.get(fw.sp, [True, False])
     if knob == "reshard":
         return [True, False] if fw.reshard_after_forward_optional else [True]
-    if knob == "ep":  # divisors of the experts (validate_plan applies the folding rule)
-        E = int(mdl.experts)
-        return [d for d in range(1, E + 1) if E % d == 0] if getattr(fw, "ep", True) else [1]
-    if knob == "etp":
-        return [t for t in (1, 2, 4, 8) if t == 1 or getattr(fw, "etp", False)]
-    raise KeyError(knob)
+    # a family's own knobs (ep, etp): the values its search space offers (validate_plan applies the folding rule)
+    from parplan.planner.spaces import space_module
+
+    return [int(x) for x in space_module(workload).knob_values(knob, workload, fw, dpn)]
 
 
 def parse_partial(text_or_values, n_devices: int) -> dict:
@@ -91,7 +89,8 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
     free = [k for k in chosen_knobs(workload) if k not in given]
     if base.get("zero", 3) != 3 and "reshard" in free:
         free.remove("reshard")
-    grids = [_options(k, base, workload, degrees.dp, fw) for k in free]
+    dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
+    grids = [_options(k, base, workload, degrees.dp, fw, dpn) for k in free]
     total = int(np.prod([len(g) for g in grids], dtype=object)) if grids else 1
     limit = int(DEFAULT_MAX_PLANS if max_plans is None else check_max_plans(max_plans))
     if total * COMPLETION_COST > limit:
@@ -100,7 +99,6 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
                           f"by one and counts {COMPLETION_COST} plans, above the budget of {limit:,} plans",
                           key="--max-plans", hint="pin more knobs in the plan (e.g. mbs=…, zero=…, recompute=…), "
                                                   f"or raise --max-plans to {total * COMPLETION_COST:,}")
-    dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
     plans, first_error, messages = [], None, set()
     for done, combo in enumerate(itertools.product(*grids)):
         if progress is not None and not done & 1023:

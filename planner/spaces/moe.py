@@ -27,16 +27,25 @@ def _fold_span(cols: dict, over) -> np.ndarray:
     return span
 
 
-def row_axes_for(workload, devices_per_node: int):
+def knob_values(knob: str, workload, fw, devices_per_node: int) -> np.ndarray:
+    """The values of an expert knob the framework can run: ep among the divisors of the experts; etp among
+    ETP_VALUES dividing the expert FFN, inside the scale-up domain, and only 1 without expert TP.  The search and
+    partial-plan completion (``planner/complete.py``) both take them from here."""
     mdl = workload.model
-    E, fe = int(mdl.experts), int(mdl.moe_ffn_hidden)
+    if knob == "ep":
+        return divisors(int(mdl.experts)) if getattr(fw, "ep", True) else np.array([1], dtype=np.int64)
+    if knob == "etp":
+        fe = int(mdl.moe_ffn_hidden)
+        return np.array([t for t in ETP_VALUES if fe % t == 0 and t <= devices_per_node
+                         and (t == 1 or getattr(fw, "etp", False))], dtype=np.int64)
+    raise KeyError(knob)
 
+
+def row_axes_for(workload, devices_per_node: int):
     def row_axes(cols, fix, fw, excl, rule_text):
         over = tuple(getattr(fw, "ep_over", None) or ("dp", "cp", "tp"))
-        ep_ok = bool(getattr(fw, "ep", True))
-        ep_vals = divisors(E) if ep_ok else np.array([1], dtype=np.int64)
-        etp_vals = np.array([t for t in ETP_VALUES if fe % t == 0 and t <= devices_per_node
-                             and (t == 1 or getattr(fw, "etp", False))], dtype=np.int64)
+        ep_vals = knob_values("ep", workload, fw, devices_per_node)
+        etp_vals = knob_values("etp", workload, fw, devices_per_node)
         n = cols["tp"].shape[0]
         pairs = np.array([(a, b) for a in ep_vals for b in etp_vals], dtype=np.int64).reshape(-1, 2)
         k = pairs.shape[0]

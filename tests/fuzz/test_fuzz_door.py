@@ -199,7 +199,8 @@ def _overflow(n: int = typer.Option(1, "--n")) -> None:
 
 @demo.command("other")
 def _other() -> None:
-    pass
+    """A second command, so that an unknown one is told the list of allowed commands."""
+    typer.echo("other")
 
 
 def test_group_silences_numpy_warnings_but_not_the_result():
