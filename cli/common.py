@@ -62,7 +62,18 @@ def err_console() -> Console:
 
 
 def out_console(width: int | None = None) -> Console:
-    return Console(highlight=False, width=width or 120, soft_wrap=False)
+    """The console tables are rendered on: ``width`` when given (a file: ``table_width``), else rich's detection —
+    ``COLUMNS``, then the terminal, 80 when neither is known (cli/tables.py)."""
+    from parplan.cli.tables import console
+
+    return console(width)
+
+
+def table_width(output: "Path | None") -> int | None:
+    """Tables written to a file (``-o``) are not squeezed to a terminal; on stdout they fit the terminal."""
+    from parplan.cli.tables import WIDE
+
+    return WIDE if output is not None else None
 
 
 def one_line(message: object) -> str:
@@ -135,20 +146,45 @@ def handle_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-def emit(text: str, output: Path | None) -> None:
-    """Data goes to stdout, or to ``output`` (with a note on stderr)."""
+def emit(text: str, output: Path | None, what: str | None = None) -> None:
+    """Data goes to stdout, or to ``output`` with one line on stderr saying what was written: ``what`` (e.g.
+    "10 plans as CSV"), its size and the file."""
+    body = text if text.endswith("\n") else text + "\n"
     if output is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(body)
     else:
         try:
-            output.write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+            output.write_text(body, encoding="utf-8")
         except ValueError:  # a NUL byte in the path
             raise SpecError(f"bad file name {short(str(output))}", key="--output") from None
-        err_console().print(f"wrote {one_line(output)}", markup=False)
+        size = len(body.encode("utf-8"))
+        sys.stderr.write(f"wrote {one_line(what) + ' ' if what else ''}({size:,} bytes) to {one_line(output)}\n")
+
+
+def what_written(fmt: "Format", n: int, noun: str = "plan") -> str:
+    """``10 plans as CSV`` / ``1 plan as a table``: the ``what`` of ``emit``."""
+    how = {"table": "as a table", "json": "as JSON", "csv": "as CSV"}[fmt.value]
+    return f"{n:,} {noun}{'' if n == 1 else 's'} {how}"
 
 
 def to_json(obj) -> str:
-    return json.dumps(obj, indent=2, sort_keys=False, default=float)
+    """JSON text; NaN and infinities (no JSON numbers) become null."""
+    return json.dumps(_finite(obj), indent=2, sort_keys=False, default=float, allow_nan=False)
+
+
+def _finite(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):  # numpy scalars
+        try:
+            return _finite(obj.item())
+        except (TypeError, ValueError):
+            return obj
+    return obj
 
 
 def gib(x: float) -> str:

@@ -12,12 +12,13 @@ from typing import Optional
 
 import pandas as pd
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from parplan.api import estimate
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt, emit, Format, FormatOpt,
                                 gib, GlobalBatchOpt, handle_errors, human_s, HwOpt, ImbalanceOpt, ModelArg,
-                                out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
+                                OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json)
+from parplan.errors import SpecError
 from parplan.models.estimate import Estimate
 from parplan.planner.budget import MAX_PLANS_HELP
 
@@ -38,49 +39,51 @@ def estimate_row(e: Estimate) -> dict:
     return row
 
 
-def _parts_table(title: str, unit: str, parts: dict, suffix: str, fmt, total: float) -> Table:
-    """One breakdown (time or memory): each part, its value and its share of the total."""
-    t = Table(title=title)
-    t.add_column("part")
-    t.add_column(unit, justify="right")
-    t.add_column("share", justify="right")
-    for k, v in parts.items():
-        t.add_row(k.removesuffix(suffix), fmt(v), f"{100 * v / total:.1f} %")
-    t.add_row("total", fmt(sum(parts.values())), "100.0 %", style="bold")
-    return t
+def _parts_rows(parts: dict, suffix: str, fmt, total: float) -> list[list[str]]:
+    """One breakdown (time or memory): each part, its value and its share of the total, then the total."""
+    rows = [[k.removesuffix(suffix), fmt(v), f"{100 * v / total:.1f} %"] for k, v in parts.items()]
+    return rows + [["total", fmt(sum(parts.values())), "100.0 %"]]
 
 
-def render_table(e: Estimate) -> str:
-    con = out_console()
-    with con.capture() as cap:
-        head = Table(title=f"{e.workload} on {e.cluster} ({e.n_devices} devices)", show_header=False)
-        head.add_column("k", style="bold")
-        head.add_column("v")
-        head.add_row("plan", e.plan.to_string())
-        head.add_row("step time", f"{human_s(e.step_time_s)} (80 % interval {human_s(e.step_time_low_s)} – "
-                                  f"{human_s(e.step_time_high_s)}, {e.provenance_class})")
-        head.add_row("framework", e.framework)
-        if e.chosen:
-            head.add_row("chosen", ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                                             for k, v in e.chosen.items()))
-        head.add_row("throughput", f"{e.tokens_per_s:,.0f} tokens/s ({e.tokens_per_s / e.n_devices:,.0f} per device)")
-        head.add_row("MFU / HFU", f"{100 * e.mfu:.1f} % / {100 * e.hfu:.1f} %")
-        head.add_row("memory", f"{gib(e.memory_peak_bytes)} GiB of {gib(e.memory_capacity_bytes)} GiB per device "
-                               f"(heaviest stage {e.heaviest_memory_stage})")
-        head.add_row("fits", "yes" if e.fits else "NO — " + "; ".join(e.reasons))
-        head.add_row("micro-batches", f"{e.micro_batches} per pipeline; critical stage: {e.critical_stage}")
-        head.add_row("efficiencies", e.provenance)
-        con.print(head)
-        con.print(_parts_table("time per step (critical pipeline stage)", "time", e.breakdown.time_s, "_s",
-                               human_s, e.step_time_s))
-        con.print(_parts_table("memory per device (heaviest stage)", "GiB", e.breakdown.memory_bytes, "_bytes",
-                               gib, e.memory_peak_bytes))
-    return cap.get()
+def render_table(e: Estimate, width: int | None = None) -> str:
+    """The estimate as three tables that fit the terminal (``width``: a file's): the summary, time per step (one
+    unit for the column) and memory per device (GiB)."""
+    from parplan.cli.tables import Col, console, fmt_time, render, time_unit
+
+    con = console(width)
+    head = [["plan", e.plan.to_string()],
+            ["step time", f"{human_s(e.step_time_s)} (80 % interval {human_s(e.step_time_low_s)} – "
+                          f"{human_s(e.step_time_high_s)}, {e.provenance_class})"],
+            ["framework", e.framework]]
+    if e.chosen:
+        head.append(["chosen", ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                                         for k, v in e.chosen.items())])
+    head += [["throughput", f"{e.tokens_per_s:,.0f} tokens/s ({e.tokens_per_s / e.n_devices:,.0f} per device)"],
+             ["MFU / HFU", f"{100 * e.mfu:.1f} % / {100 * e.hfu:.1f} %"],
+             ["memory", f"{gib(e.memory_peak_bytes)} GiB of {gib(e.memory_capacity_bytes)} GiB per device "
+                        f"(heaviest stage {e.heaviest_memory_stage})"],
+             ["fits", "yes" if e.fits else "NO — " + "; ".join(e.reasons)],
+             ["micro-batches", f"{e.micro_batches} per pipeline; critical stage: {e.critical_stage}"],
+             ["efficiencies", e.provenance]]
+    kv = [Col("k", "left"), Col("v", "left", wrap=True)]
+    text = render(kv, [[k, escape(v)] for k, v in head], title=f"{e.workload} on {e.cluster} ({e.n_devices} devices)",
+                  show_header=False, con=con)
+    times = e.breakdown.time_s
+    scale, unit = time_unit(list(times.values()) + [sum(times.values())])
+    cols = [Col("part", "left"), Col(unit), Col("share")]
+    text += render(cols, _parts_rows(times, "_s", lambda v: fmt_time(v, scale), e.step_time_s),
+                   title="time per step (critical pipeline stage)", con=con)
+    text += render([Col("part", "left"), Col("GiB"), Col("share")],
+                   _parts_rows(e.breakdown.memory_bytes, "_bytes", gib, e.memory_peak_bytes),
+                   title="memory per device (heaviest stage)", con=con)
+    return text
 
 
 def frame_csv(rows: list[dict]) -> str:
+    from parplan.planner.export import integer_columns
+
     buf = io.StringIO()
-    pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
+    integer_columns(pd.DataFrame(rows)).to_csv(buf, index=False, float_format="%.6g")
     return buf.getvalue()
 
 
@@ -115,11 +118,9 @@ def register(app: typer.Typer) -> None:
         check_precision(precision)
         check_framework(framework)
         if (plan is None) == (plan_file is None):
-            from parplan.errors import SpecError
-
             raise SpecError("give exactly one of --plan or --plan-file", key="--plan")
         if plan_file is not None:
-            from parplan.cli.hetero_out import frame_to_csv, render_hetero_estimate, result_row
+            from parplan.cli.hetero_out import frame_to_csv, hetero_estimate_json, render_hetero_estimate, result_row
             from parplan.hardware.catalog import load_cluster
             from parplan.models.families import hetero_model
             from parplan.models.hetero_planfile import load_plan_file
@@ -128,14 +129,14 @@ def register(app: typer.Typer) -> None:
             w = load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
             c = load_cluster(hw)
             res = hetero_model(w).evaluate_hetero(w, c, load_plan_file(str(plan_file), c))
+            what = "1 heterogeneous plan"
             if fmt == Format.json:
-                emit(to_json({"workload": w.name, "cluster": c.name, **res.to_dict(c)}), output)
+                emit(to_json(hetero_estimate_json(res, w.name, c)), output, what + " as JSON")
             elif fmt == Format.csv:
-                import pandas as pd
-
-                emit(frame_to_csv(pd.DataFrame([result_row(1, res.plan.label, res, c, w.name, {})])), output)
+                emit(frame_to_csv(pd.DataFrame([result_row(1, res.plan.label, res, c, w.name, {})])), output,
+                     what + " as CSV")
             else:
-                emit(render_hetero_estimate(res, w.name, c), output)
+                emit(render_hetero_estimate(res, w.name, c, width=table_width(output)), output, what + " as a table")
             return
         bar = LazyProgress(not quiet, "completing the plan")
         try:
@@ -145,8 +146,11 @@ def register(app: typer.Typer) -> None:
         finally:
             bar.close()
         if fmt == Format.json:
-            emit(to_json(e.to_dict()), output)
+            from parplan.cli.json_out import estimate_json
+            from parplan.hardware.catalog import load_cluster
+
+            emit(to_json(estimate_json(e, load_cluster(hw))), output, "1 plan as JSON")
         elif fmt == Format.csv:
-            emit(frame_csv([estimate_row(e)]), output)
+            emit(frame_csv([estimate_row(e)]), output, "1 plan as CSV")
         else:
-            emit(render_table(e), output)
+            emit(render_table(e, width=table_width(output)), output, "1 plan as a table")

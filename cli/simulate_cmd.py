@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
+from rich.markup import escape
 
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
                                 FormatOpt, FrameworkOpt, ImbalanceOpt, gib, GlobalBatchOpt, handle_errors, human_s,
-                                HwOpt, ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
+                                HwOpt, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json,
+                                what_written)
 from parplan.errors import SpecError, did_you_mean
 from parplan.executor.budget import MAX_EVENTS_HELP, TRACE_SHARE, check_max_events
 from parplan.planner.budget import MAX_PLANS_HELP, check_max_plans, check_number
@@ -64,52 +65,50 @@ def short_plan(plan) -> str:
     return ",".join(kv for kv in plan.to_string().split(",") if kv not in ("ep=1", "cp=1", "vpp=1", "sp=false"))
 
 
-def render_simulation(s) -> str:
-    con = out_console(width=140)
-    with con.capture() as cap:
-        head = Table(title=f"simulated step: {s.workload} on {s.cluster}", show_header=False)
-        head.add_column("k", style="bold")
-        head.add_column("v")
-        head.add_row("plan", short_plan(s.plan))
-        head.add_row("schedule", f"{s.schedule} ({s.micro_batches} micro-batches, pp={s.pp}, vpp={s.vpp}); mode "
-                                 f"{s.mode} ({s.replicas} replica{'s' if s.replicas > 1 else ''} simulated)")
-        a = s.analytical.get("step_time_s")
-        diff = f" (analytical {human_s(a)}, {100 * (a - s.step_time_s) / s.step_time_s:+.1f} %)" if a else ""
-        head.add_row("step time", human_s(s.step_time_s) + diff)
-        head.add_row("critical device", s.devices[s.critical_device].name)
-        head.add_row("exposed comm", ", ".join(f"{k} {human_s(v)}" for k, v in s.exposed_comm_s.items()))
-        head.add_row("bubble", human_s(s.bubble_s) + (f" (analytical {human_s(s.analytical['pipeline_bubble_s'])})"
-                                                      if s.analytical else ""))
-        head.add_row("peak activations", f"{gib(max(s.peak_activation_bytes))} GiB (stage "
-                                         f"{max(range(s.pp), key=lambda i: s.peak_activation_bytes[i])})")
-        if s.has_a2a:
-            head.add_row("all-to-all", _a2a_summary(s))
-        head.add_row("events", f"{s.totals['ops']} ops, {s.totals['engine_events']} engine events")
-        if any(d.slowdown != 1.0 for d in s.devices):
-            head.add_row("note", "stragglers: the analytical estimate assumes identical devices")
-        for n in s.notes:
-            head.add_row("note", n)
-        con.print(head)
-        a2a = s.has_a2a
-        t = Table(title="per device (seconds of the step)")
-        for col in ("device", "compute", "recompute", "tp comm", "p2p", *(("a2a exposed",) if a2a else ()), "bubble",
-                    "dp exposed", "optimizer", "busy", "idle", "peak act GiB", "slowdown"):
-            t.add_column(col, justify="left" if col == "device" else "right")
-        for d in s.devices:
-            vals = (d.compute_s, d.recompute_s, d.tp_comm_s, d.pp_p2p_s, *((d.ep_a2a_s,) if a2a else ()), d.bubble_s,
-                    d.dp_comm_exposed_s, d.optimizer_s, d.busy_s, d.idle_s)
-            t.add_row(d.name, *(f"{x:.4f}" for x in vals), gib(d.peak_activation_bytes), f"{d.slowdown:g}")
-        con.print(t)
-        used = [lk for lk in s.links if lk.transfers]
-        if used:
-            lt = Table(title="links")
-            for col in ("link", "transfers", "busy s", "work s", *(("all-to-all s",) if a2a else ()), "max concurrent"):
-                lt.add_column(col, justify="left" if col == "link" else "right")
-            for lk in used:
-                lt.add_row(lk.name, str(lk.transfers), f"{lk.busy_s:.4f}", f"{lk.work_s:.4f}",
-                           *((f"{lk.a2a_work_s:.4f}",) if a2a else ()), str(lk.max_concurrent))
-            con.print(lt)
-    return cap.get()
+def render_simulation(s, width: int | None = None) -> str:
+    """The simulated step as tables that fit the terminal (``width``: a file's): a summary, per device (seconds,
+    one unit per column), the links used."""
+    from parplan.cli.tables import Col, console, render
+
+    con = console(width)
+    a = s.analytical.get("step_time_s")
+    diff = f" (analytical {human_s(a)}, {100 * (a - s.step_time_s) / s.step_time_s:+.1f} %)" if a else ""
+    head = [["plan", short_plan(s.plan)],
+            ["schedule", f"{s.schedule} ({s.micro_batches} micro-batches, pp={s.pp}, vpp={s.vpp}); mode "
+                         f"{s.mode} ({s.replicas} replica{'s' if s.replicas > 1 else ''} simulated)"],
+            ["step time", human_s(s.step_time_s) + diff],
+            ["critical device", s.devices[s.critical_device].name],
+            ["exposed comm", ", ".join(f"{k} {human_s(v)}" for k, v in s.exposed_comm_s.items())],
+            ["bubble", human_s(s.bubble_s) + (f" (analytical {human_s(s.analytical['pipeline_bubble_s'])})"
+                                              if s.analytical else "")],
+            ["peak activations", f"{gib(max(s.peak_activation_bytes))} GiB (stage "
+                                 f"{max(range(s.pp), key=lambda i: s.peak_activation_bytes[i])})"]]
+    if s.has_a2a:
+        head.append(["all-to-all", _a2a_summary(s)])
+    head.append(["events", f"{s.totals['ops']} ops, {s.totals['engine_events']} engine events"])
+    if any(d.slowdown != 1.0 for d in s.devices):
+        head.append(["note", "stragglers: the analytical estimate assumes identical devices"])
+    head += [["note", n] for n in s.notes]
+    text = render([Col("k", "left"), Col("v", "left", wrap=True)], [[k, escape(v)] for k, v in head],
+                  title=f"simulated step: {s.workload} on {s.cluster}", show_header=False, con=con)
+    a2a = s.has_a2a
+    cols = [Col("device", "left"), Col("compute"), Col("recompute", keep=3), Col("tp comm", keep=2), Col("p2p", keep=2),
+            *((Col("a2a exposed"),) if a2a else ()), Col("bubble"), Col("dp exposed", keep=2),
+            Col("optimizer", keep=4), Col("busy", keep=1), Col("idle"), Col("peak act GiB"), Col("slowdown", keep=5)]
+    rows = []
+    for d in s.devices:
+        vals = (d.compute_s, d.recompute_s, d.tp_comm_s, d.pp_p2p_s, *((d.ep_a2a_s,) if a2a else ()), d.bubble_s,
+                d.dp_comm_exposed_s, d.optimizer_s, d.busy_s, d.idle_s)
+        rows.append([d.name, *(f"{x:.4f}" for x in vals), gib(d.peak_activation_bytes), f"{d.slowdown:g}"])
+    text += render(cols, rows, title="per device (seconds of the step)", con=con)
+    used = [lk for lk in s.links if lk.transfers]
+    if used:
+        lcols = [Col("link", "left", wrap=True), Col("transfers"), Col("busy s"), Col("work s", keep=1),
+                 *((Col("all-to-all s"),) if a2a else ()), Col("max concurrent", keep=2)]
+        lrows = [[escape(lk.name), str(lk.transfers), f"{lk.busy_s:.4f}", f"{lk.work_s:.4f}",
+                  *((f"{lk.a2a_work_s:.4f}",) if a2a else ()), str(lk.max_concurrent)] for lk in used]
+        text += render(lcols, lrows, title="links", con=con)
+    return text
 
 
 def _a2a_summary(s) -> str:
@@ -142,27 +141,26 @@ def _device_rows(s) -> list[dict]:
     return rows
 
 
-def render_agreement(rows, tolerance: float, title: str) -> str:
-    con = out_console(width=160)
+def render_agreement(rows, tolerance: float, title: str, width: int | None = None) -> str:
+    from parplan.cli.tables import Col, fmt_time, render, time_unit
+
     a2a = any(getattr(a, "has_a2a", False) for a in rows)
-    with con.capture() as cap:
-        t = Table(title=title)
-        for col in ("plan", "analytical step", "simulated step", "diff", "analytical mem GiB", "simulated mem GiB",
-                    "diff", *(("a2a exposed (an. / sim.)",) if a2a else ()), "status"):
-            t.add_column(col, justify="left" if col in ("plan", "status") else "right",
-                         no_wrap=col in ("plan", "a2a exposed (an. / sim.)"))
-        for a in rows:
-            ok = a.ok(tolerance)
-            ep = (f"{human_s(a.analytical_ep_exposed_s)} / {human_s(a.simulated_ep_exposed_s)}" if a.has_a2a
-                  else "-",) if a2a else ()
-            t.add_row(short_plan(a.plan), human_s(a.analytical_step_s),
-                      human_s(a.simulated_step_s), f"{100 * a.step_diff:+.2f} %", gib(a.analytical_memory_bytes),
-                      gib(a.simulated_memory_bytes), f"{100 * a.memory_diff:+.2f} %", *ep, "ok" if ok else "DIFFERS",
-                      style=None if ok else "bold")
-        con.print(t)
-        bad = sum(not a.ok(tolerance) for a in rows)
-        con.print(f"{len(rows)} plan(s); {bad} differ by more than {100 * tolerance:g} %")
-    return cap.get()
+    scale, unit = time_unit([a.analytical_step_s for a in rows] + [a.simulated_step_s for a in rows])
+    cols = [Col("plan", "left", wrap=True), Col(f"analytical step {unit}"), Col(f"simulated step {unit}"),
+            Col("diff"), Col("analytical mem GiB", keep=2), Col("simulated mem GiB", keep=2), Col("diff", keep=1),
+            *((Col("a2a exposed (an. / sim.)", keep=3),) if a2a else ()), Col("status", "left")]
+    out, styles = [], []
+    for a in rows:
+        ok = a.ok(tolerance)
+        ep = (f"{human_s(a.analytical_ep_exposed_s)} / {human_s(a.simulated_ep_exposed_s)}" if a.has_a2a
+              else "-",) if a2a else ()
+        out.append([short_plan(a.plan), fmt_time(a.analytical_step_s, scale), fmt_time(a.simulated_step_s, scale),
+                    f"{100 * a.step_diff:+.2f} %", gib(a.analytical_memory_bytes), gib(a.simulated_memory_bytes),
+                    f"{100 * a.memory_diff:+.2f} %", *ep, "ok" if ok else "DIFFERS"])
+        styles.append(None if ok else "bold")
+    bad = sum(not a.ok(tolerance) for a in rows)
+    return render(cols, out, title=title, width=width, row_styles=styles,
+                  notes=[f"{len(rows)} plan(s); {bad} differ by more than {100 * tolerance:g} %"])
 
 
 def _suggested_plans(workload, cluster, top: int, max_plans: int | None = None, progress=None) -> list:
@@ -184,7 +182,11 @@ def register(app: typer.Typer) -> None:
     def simulate_cmd(
         model: ModelArg,
         hw: HwOpt,
-        plan: str = typer.Option(..., "--plan", help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
+        plan: Optional[str] = typer.Option(None, "--plan",
+                                           help='e.g. "tp=8,pp=4,mbs=1,zero=1,recompute=selective,sp=true"'),
+        plan_file: Optional[Path] = typer.Option(None, "--plan-file",
+                                                 help="multi-group clusters: a heterogeneous plan YAML (pipelines of "
+                                                      "stages per group; see `parplan estimate --plan-file`)"),
         schedule: Optional[str] = typer.Option(None, "--schedule",
                                                help="1f1b | gpipe | interleaved | zb-h1 (default: interleaved "
                                                     "when vpp>1 else 1f1b)"),
@@ -217,7 +219,15 @@ def register(app: typer.Typer) -> None:
         limit = DEFAULT_MAX_EVENTS if max_events is None else max_events
         if trace is not None:  # a trace holds every event once more while it is written
             limit = max(1, int(limit * TRACE_SHARE))
+        if (plan is None) == (plan_file is None):
+            raise SpecError("give exactly one of --plan or --plan-file (multi-group clusters)", key="--plan")
         w, c = _load(model, hw, seq_len, global_batch, precision, framework, expert_imbalance)
+        if not c.is_homogeneous or plan_file is not None:
+            from parplan.cli.hetero_out import simulate_hetero_cmd
+
+            simulate_hetero_cmd(w, c, plan, plan_file, fmt, output, trace=trace, schedule=schedule,
+                                slowdown=_split_items(slowdown), mode=mode, p2p=p2p)
+            return
         p = parse_plan(plan, c.n_devices)
         bar = LazyProgress(not quiet, "simulating")
         try:
@@ -227,14 +237,18 @@ def register(app: typer.Typer) -> None:
                 if trace is not None:
                     write_chrome_trace(s, trace)
                 if fmt == Format.json:
-                    text = to_json(s.to_dict())
+                    from parplan.cli.json_out import simulate_json
+                    from parplan.models.estimate import estimate_plan
+
+                    text = to_json(simulate_json(s, estimate_plan(w, c, p), c))
                 elif fmt == Format.csv:
                     text = frame_csv(_device_rows(s))
                 else:
-                    text = render_simulation(s)
+                    text = render_simulation(s, width=table_width(output))
         finally:
             bar.close()
-        emit(text, output)
+        emit(text, output, f"the simulated step of 1 plan ({len(s.devices)} devices) "
+                           + {"table": "as a table", "json": "as JSON", "csv": "as CSV"}[fmt.value])
 
     @app.command("validate")
     @handle_errors
@@ -242,6 +256,9 @@ def register(app: typer.Typer) -> None:
         model: ModelArg,
         hw: HwOpt,
         plan: Optional[List[str]] = typer.Option(None, "--plan", help="a plan to check (repeatable)"),
+        plan_file: Optional[List[Path]] = typer.Option(None, "--plan-file",
+                                                       help="multi-group clusters: a heterogeneous plan YAML to "
+                                                            "check (repeatable)"),
         top: Optional[int] = typer.Option(None, "--top", help=f"check the planner's K best plans instead (1–"
                                                               f"{VALIDATE_MAX_TOP:,})"),
         tolerance: float = typer.Option(0.05, "--tolerance", help="largest accepted relative difference, in (0, 1)"),
@@ -278,10 +295,16 @@ def register(app: typer.Typer) -> None:
             check_max_events(max_events)
         if max_plans is not None:
             check_max_plans(max_plans)
-        if bool(plan) == (top is not None):
-            raise SpecError("give either --plan (one or more) or --top K", key="--plan")
+        if (bool(plan) + bool(plan_file) + (top is not None)) != 1:
+            raise SpecError("give either --plan (one or more), --plan-file (one or more; multi-group clusters) or "
+                            "--top K", key="--plan")
         limit = DEFAULT_MAX_EVENTS if max_events is None else max_events
         w, c = _load(model, hw, seq_len, global_batch, precision, framework, expert_imbalance)
+        if not c.is_homogeneous or plan_file:
+            from parplan.cli.hetero_out import validate_hetero_cmd
+
+            validate_hetero_cmd(w, c, plan, plan_file, top, tolerance, fmt, output, max_plans=max_plans, quiet=quiet)
+            return
         bar = LazyProgress(not quiet, "validating")
         try:
             if top is not None:
@@ -302,13 +325,17 @@ def register(app: typer.Typer) -> None:
                 rows.append(compare_plan(w, c, p, max_events=limit))
         finally:
             bar.close()
+        what = what_written(fmt, len(rows), "plan compared")
         if fmt == Format.json:
-            emit(to_json({"workload": w.name, "cluster": c.name, "tolerance": tolerance,
-                          "ok": all(a.ok(tolerance) for a in rows),
-                          "plans": [dict(a.row(), ok=a.ok(tolerance)) for a in rows]}), output)
+            from parplan.cli.json_out import validate_json
+            from parplan.models.estimate import estimate_plan
+
+            emit(to_json(validate_json(rows, [estimate_plan(w, c, p) for p in plans], tolerance, w.name, c)), output,
+                 what)
         elif fmt == Format.csv:
-            emit(frame_csv([dict(a.row(), ok=a.ok(tolerance)) for a in rows]), output)
+            emit(frame_csv([dict(a.row(), ok=a.ok(tolerance)) for a in rows]), output, what)
         else:
-            emit(render_agreement(rows, tolerance, f"analytical vs simulated: {w.name} on {c.name}"), output)
+            emit(render_agreement(rows, tolerance, f"analytical vs simulated: {w.name} on {c.name}",
+                                  width=table_width(output)), output, what)
         if not all(a.ok(tolerance) for a in rows):
             raise typer.Exit(EXIT_CHECK_FAILED)

@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
-
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED,
-                                Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, human_s, HwOpt,
-                                ImbalanceOpt, ModelArg, out_console, OutputOpt, PrecisionOpt, SeqLenOpt, to_json)
+                                Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, HwOpt,
+                                ImbalanceOpt, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json,
+                                what_written)
 from parplan.cli.progress import LazyProgress, _Err  # noqa: F401  (LazyProgress: other commands import it here)
 from parplan.errors import SpecError, did_you_mean
 from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_MBS, MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S,
                                     MAX_TOP, TABLE_ROWS, check_max_plans, check_number)
+from parplan.planner.planset import DEFAULT_SIZING_REACH
+from parplan.planner.search import HEADROOM_HELP
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
 GiB = float(2**30)
@@ -34,49 +35,58 @@ def _short_plan(row) -> str:
             f"{row.recompute[:3]}{' sp' if row.sp else ''}")
 
 
-def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | None = None) -> str:
-    """Compact table: plan, step time, throughput, MFU, memory; time shares and memory parts (the first
-    ``max_rows`` plans)."""
+# the legend of the share and memory columns (only the columns shown are explained)
+_LEGEND = {"equiv": "equiv = equal-outcome plans the row stands for (same step time and memory; the simplest shown)",
+           "comp": "comp = GEMM + attention + memory-bound kernels", "rcmp": "rcmp = recompute",
+           "comm": "comm = exposed TP + CP + PP p2p + DP (+ EP all-to-all)", "bubl": "bubl = pipeline bubble",
+           "opt": "opt = optimizer step", "state": "state = weights + grads + optimizer states (GiB)",
+           "act": "act = activations (GiB)"}
+
+
+def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | None = None,
+                 width: int | None = None) -> str:
+    """Compact table that fits the terminal (``width``: a file's): plan, step time, throughput, MFU, memory; time
+    shares and memory parts (the first ``max_rows`` plans).  The least important columns go first when it is too
+    wide (a footer names them)."""
+    from parplan.cli.tables import Col, fmt_time, render, time_unit
+
     df = ps.to_frame()
     if max_rows is not None:
         df = df.head(max_rows)
-    con = out_console(200)
-    with con.capture() as cap:
-        s = ps.stats
-        t = Table(title=f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {len(df)} of "
-                        f"{s.fitting:,} fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
-        # expert axes are shown when a plan uses them (MoE workloads)
-        experts = bool(len(df)) and bool((df["ep"] > 1).any() or (df["etp"] > 1).any())
-        cols = [("#", "right"), ("tp", "right"), ("pp", "right"), ("cp", "right"), ("dp", "right"),
-                *([("ep", "right"), ("etp", "right")] if experts else []), ("mbs", "right"),
-                ("vpp", "right"), ("zero", "right"), ("recomp", "left"), ("sp", "left"), ("step", "right"),
-                ("tokens/s", "right"), ("MFU", "right"), ("mem GiB", "right"),
-                ("comp", "right"), ("rcmp", "right"), ("comm", "right"), ("bubl", "right"),
-                ("opt", "right"), ("state", "right"), ("act", "right")]
+    s = ps.stats
+    title = (f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {len(df)} of {s.fitting:,} "
+             f"fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
+    # expert axes are shown when a plan uses them (MoE workloads)
+    experts = bool(len(df)) and bool((df["ep"] > 1).any() or (df["etp"] > 1).any())
+    scale, unit = time_unit(df["step_time_s"].tolist())
+    cols = [Col("#"), Col("tp"), Col("pp"), Col("cp"), Col("dp"), *([Col("ep"), Col("etp")] if experts else []),
+            Col("mbs"), Col("vpp", keep=3), Col("zero"), Col("recomp", "left"), Col("sp", "left", keep=3),
+            Col(f"step {unit}"), Col("tokens/s"), Col("MFU", keep=2), Col("mem GiB"), Col("equiv"),
+            Col("comp", keep=6), Col("rcmp", keep=8), Col("comm", keep=5), Col("bubl", keep=7),
+            Col("opt", keep=9), Col("state", keep=4), Col("act", keep=4)]
+    if ps.price_per_hour is not None:
+        cols.append(Col("$/Mtok", keep=2))
+    rows = []
+    for r in df.itertuples(index=False):
+        st = r.step_time_s
+        comp = r.compute_gemm_s + r.compute_attention_s + r.compute_memory_bound_s
+        comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s + r.ep_comm_exposed_s
+        row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), str(r.dp),
+               *([str(r.ep), str(r.etp)] if experts else []), str(r.mbs), str(r.vpp), str(r.zero),
+               r.recompute, "y" if r.sp else "n", fmt_time(st, scale), f"{r.tokens_per_s:,.0f}", f"{100 * r.mfu:.1f}%",
+               f"{r.memory_peak_bytes / GiB:.1f}", f"{r.equivalent_plans:,}", f"{100 * comp / st:.0f}%",
+               f"{100 * r.recompute_s / st:.0f}%", f"{100 * comm / st:.0f}%", f"{100 * r.pipeline_bubble_s / st:.0f}%",
+               f"{100 * r.optimizer_s / st:.1f}%", f"{(r.params_bytes + r.grads_bytes + r.optimizer_bytes) / GiB:.1f}",
+               f"{r.activations_bytes / GiB:.1f}"]
         if ps.price_per_hour is not None:
-            cols.append(("$/Mtok", "right"))
-        for name, just in cols:
-            t.add_column(name, justify=just, no_wrap=True)
-        for r in df.itertuples(index=False):
-            st = r.step_time_s
-            comp = r.compute_gemm_s + r.compute_attention_s + r.compute_memory_bound_s
-            comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s + r.ep_comm_exposed_s
-            row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), str(r.dp),
-                   *([str(r.ep), str(r.etp)] if experts else []), str(r.mbs), str(r.vpp), str(r.zero),
-                   r.recompute, "y" if r.sp else "n", human_s(st), f"{r.tokens_per_s:,.0f}", f"{100 * r.mfu:.1f}%",
-                   f"{r.memory_peak_bytes / GiB:.1f}", f"{100 * comp / st:.0f}%", f"{100 * r.recompute_s / st:.0f}%",
-                   f"{100 * comm / st:.0f}%", f"{100 * r.pipeline_bubble_s / st:.0f}%", f"{100 * r.optimizer_s / st:.1f}%",
-                   f"{(r.params_bytes + r.grads_bytes + r.optimizer_bytes) / GiB:.1f}",
-                   f"{r.activations_bytes / GiB:.1f}"]
-            if ps.price_per_hour is not None:
-                row.append(f"{r.usd_per_million_tokens:.3f}")
-            t.add_row(*row)
-        con.print(t)
-        con.print("shares of the step time (critical stage): comp = GEMM + attention + memory-bound kernels, rcmp = "
-                  "recompute, comm = exposed TP + CP + PP p2p + DP (+ EP all-to-all), bubl = pipeline bubble, opt = optimizer step; "
-                  "GiB per device: mem = peak, state = weights + grads + optimizer states, act = activations",
-                  style="dim")
-    return cap.get()
+            row.append(f"{r.usd_per_million_tokens:.3f}")
+        rows.append(row)
+
+    def legend(dropped: list[str]) -> list[str]:
+        parts = [v for k, v in _LEGEND.items() if k not in dropped]
+        return ["shares of the step time (critical stage); GiB per device, mem = peak: " + "; ".join(parts)]
+
+    return render(cols, rows, title=title, width=width, notes=legend)
 
 
 def _fmt_duration(s: float) -> str:
@@ -127,8 +137,8 @@ def register(app: typer.Typer) -> None:
                                                 help="throughput (default) | memory | cost | devices "
                                                      "(devices is implied by a target or deadline)"),
         fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key, e.g. --fix tp=8 (repeatable)"),
-        memory_headroom: float = typer.Option(0.0, "--memory-headroom",
-                                              help="fraction of device memory kept free, 0.0–0.5"),
+        memory_headroom: Optional[float] = typer.Option(None, "--memory-headroom", help=HEADROOM_HELP,
+                                                        show_default=False),
         allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
                                                  help="let tensor parallelism span nodes"),
         max_mbs: int = typer.Option(32, "--max-mbs", help=f"largest micro-batch size searched (1–{MAX_MBS:,}; "
@@ -140,11 +150,16 @@ def register(app: typer.Typer) -> None:
         deadline: Optional[str] = typer.Option(None, "--deadline", help='sizing: seconds or e.g. "30d", "12h"'),
         token_budget: Optional[str] = typer.Option(None, "--token-budget", help='tokens to train, e.g. "15T"'),
         max_nodes: Optional[int] = typer.Option(None, "--max-nodes",
-                                                help=f"sizing: most nodes searched (default: the cluster's; at most "
-                                                     f"{MAX_NODES:,})"),
+                                                help=f"sizing (with --target-tokens-per-s or --deadline): most "
+                                                     f"nodes searched (default: the cluster's node count, or "
+                                                     f"{DEFAULT_SIZING_REACH}× the 100 %-MFU bound when larger; at "
+                                                     f"most {MAX_NODES:,})"),
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
         explain: bool = typer.Option(False, "--explain", help="why the best wins, and why other plans are out"),
+        expand_ties: bool = typer.Option(False, "--expand-ties",
+                                         help="one row per plan, even where plans have the same outcome (default: "
+                                              "equal-outcome plans are one row, the simplest, with their count)"),
         solver: str = typer.Option("cbc", "--solver", help="multi-group clusters: ILP solver, cbc | highs"),
         time_limit: float = typer.Option(10.0, "--time-limit",
                                          help=f"multi-group clusters: seconds per ILP solve, in (0, "
@@ -163,6 +178,7 @@ def register(app: typer.Typer) -> None:
         from parplan.hardware.catalog import load_cluster
         from parplan.planner.export import to_csv
         from parplan.planner.planset import advice, suggest_plans
+        from parplan.planner.search import DEFAULT_MEMORY_HEADROOM
         from parplan.workloads.loader import load_workload
 
         _door_suggest(top, memory_headroom, max_mbs, price_per_hour, target_tokens_per_s, max_nodes, time_limit,
@@ -176,77 +192,43 @@ def register(app: typer.Typer) -> None:
                           expert_imbalance=expert_imbalance)
         c = load_cluster(hw)
         if not c.is_homogeneous:
-            unsupported = {"--objective": objective not in (None, "throughput"), "--fix": bool(fix),
-                           "--memory-headroom": memory_headroom != 0.0, "--allow-cross-node-tp": allow_cross_node_tp,
-                           "--price-per-hour": price_per_hour is not None,
-                           "--target-tokens-per-s": target_tokens_per_s is not None, "--deadline": deadline is not None,
-                           "--token-budget": token_budget is not None, "--max-nodes": max_nodes is not None,
-                           "--framework": framework is not None}
-            given = [k for k, v in unsupported.items() if v]
-            if given:
-                raise SpecError(f"{', '.join(given)} not supported on a multi-group cluster ({len(c.groups)} device "
-                                "groups)", key=given[0], hint="the heterogeneous planner maximizes throughput")
-            from parplan.cli.hetero_out import frame_to_csv, hetero_frame, hetero_json, render_hetero
-            from parplan.planner.spaces import hetero_planner
+            from parplan.cli.hetero_out import suggest_hetero
 
-            planner = hetero_planner(w)
-            bar = LazyProgress(not quiet, "planning")
-            try:
-                hp = planner.plan_hetero(w, c, solver=solver, time_limit_s=time_limit,
-                                         mbs_options=tuple(b for b in (1, 2, 4, 8) if b <= max_mbs), progress=bar,
-                                         max_configurations=max_configurations, max_plans=max_plans)
-                with bar.phase("writing"):
-                    if fmt == Format.json:
-                        text = to_json(hetero_json(hp, w.name, c, top))
-                    elif fmt == Format.csv:
-                        text = frame_to_csv(hetero_frame(hp, w.name, c, top))
-                    else:
-                        text = render_hetero(hp, w.name, c, min(top or TABLE_ROWS, TABLE_ROWS)) \
-                            if hp.candidates else None
-            finally:
-                bar.close()
-            if text is not None:
-                emit(text, output)
-            err = _Err()
-            st = hp.stats
-            if not quiet:
-                err.print(f"searched {st['configurations']:,} shape × knob configurations in {st['wall_s']:.2f} s: "
-                          f"{st['solved']:,} solved ({st['ilp_solves']:,} ILP solves, {solver}), "
-                          f"{st['pruned_by_bound']:,} pruned by the lower bound; "
-                          f"{sum(1 for x in hp.candidates if x.heuristic)} heuristic fallbacks")
-            if explain or not hp.candidates:
-                for why, n in sorted(hp.infeasible.items(), key=lambda kv: -kv[1]):
-                    err.print(f"why: {n} configurations out: {why}")
-            if not hp.candidates:
-                err.print(f"error: no heterogeneous plan fits on {c.name}; try recompute=full-friendly settings, "
-                          "more devices or a smaller global batch")
-                raise typer.Exit(EXIT_CHECK_FAILED)
+            suggest_hetero(w, c, dict(objective=objective, fix=fix, memory_headroom=memory_headroom,
+                                      allow_cross_node_tp=allow_cross_node_tp, price_per_hour=price_per_hour,
+                                      target_tokens_per_s=target_tokens_per_s, deadline=deadline,
+                                      token_budget=token_budget, max_nodes=max_nodes, framework=framework),
+                           solver=solver, time_limit=time_limit, max_mbs=max_mbs, max_configurations=max_configurations,
+                           max_plans=max_plans, top=top, fmt=fmt, output=output, explain=explain, quiet=quiet)
             return
-        opts = _search_options(fix, memory_headroom, allow_cross_node_tp, max_mbs, max_plans)
+        headroom = DEFAULT_MEMORY_HEADROOM if memory_headroom is None else memory_headroom
+        opts = _search_options(fix, headroom, allow_cross_node_tp, max_mbs, max_plans)
         bar = LazyProgress(not quiet, "searching")
         try:
             ps = suggest_plans(w, c, objective=objective, top=top, options=opts, price_per_hour=price_per_hour,
                                target_tokens_per_s=target_tokens_per_s, deadline=deadline, token_budget=token_budget,
-                               max_nodes=max_nodes, progress=bar)
+                               max_nodes=max_nodes, progress=bar, group_ties=not expand_ties)
             with bar.phase("writing"):
                 if fmt == Format.json:
                     text = to_json(ps.to_dict())
                 elif fmt == Format.csv:
                     text = to_csv(ps.to_frame())
                 else:
-                    text = render_plans(ps, max_rows=TABLE_ROWS) if len(ps) else None
+                    text = render_plans(ps, max_rows=TABLE_ROWS, width=table_width(output)) if len(ps) else None
         finally:
             bar.close()
         if text is not None:
-            emit(text, output)
+            emit(text, output, what_written(fmt, min(len(ps), TABLE_ROWS) if fmt == Format.table else len(ps)))
+        # (a later `--export` of the chosen plan to a launcher goes here: after the plans are written)
         err = _Err()
         if fmt == Format.table and len(ps) > TABLE_ROWS:
             err.print(f"note: the table shows the first {TABLE_ROWS:,} of {len(ps):,} plans; --format csv or json "
                       "writes them all")
         s = ps.stats
         if not quiet:
-            sized = (f"searched {len(ps.sizing.tried)} node counts in {s.wall_s:.2f} s; at {s.n_nodes} nodes: "
-                     if ps.sizing is not None else "searched ")
+            sized = (f"searched {len(ps.sizing.tried)} node count{'' if len(ps.sizing.tried) == 1 else 's'} in "
+                     f"{s.wall_s:.2f} s; at {s.n_nodes} nodes: " if ps.sizing is not None and ps.sizing.tried
+                     else "searched ")
             err.print(f"{sized}{s.valid_plans:,} valid plans on {s.n_devices:,} devices ({s.evaluated:,} priced, "
                       f"{s.pruned:,} skipped by the memory bound)"
                       + ("" if ps.sizing is not None else f" in {s.wall_s:.2f} s") + f"; {s.fitting:,} fit",
@@ -263,15 +245,21 @@ def register(app: typer.Typer) -> None:
                           f"{z.target_tokens_per_s:,.0f} tokens/s (best plan: {ps.best.tokens_per_s:,.0f} tokens/s)",
                           markup=False)
             elif z.n_start > z.max_nodes:
+                todo = (f"raise --max-nodes to {z.n_start:,} or more" if z.n_start <= MAX_NODES
+                        else f"more than the {MAX_NODES:,} nodes searched at most: lower the target")
                 err.print(f"sizing: no node count up to {z.max_nodes:,} reaches {z.target_tokens_per_s:,.0f} "
-                          f"tokens/s: even at 100 % MFU it needs at least {z.n_start:,} nodes; raise --max-nodes",
+                          f"tokens/s: even at 100 % MFU it needs at least {z.n_start:,} nodes (none searched); {todo}",
                           markup=False)
                 code = EXIT_CHECK_FAILED
             else:
                 reached = max((t for _, t in z.tried if t == t), default=float("nan"))
-                best = f"best found {reached:,.0f}" if reached == reached else "no plan fits at any node count searched"
+                best = (f"best found {reached:,.0f} tokens/s" if reached == reached
+                        else "no plan fits at any node count searched")
+                span = (f"{len(z.tried):,} node count{'' if len(z.tried) == 1 else 's'} searched from {z.n_start:,}"
+                        + ("" if max_nodes is not None else
+                           f", up to {DEFAULT_SIZING_REACH}× the 100 %-MFU bound as --max-nodes was not given"))
                 err.print(f"sizing: no node count up to {z.max_nodes:,} reaches {z.target_tokens_per_s:,.0f} tokens/s "
-                          f"({best}); raise --max-nodes", markup=False)
+                          f"({best}; {span}); raise --max-nodes", markup=False)
                 code = EXIT_CHECK_FAILED
         if ps.token_budget is not None and len(ps):
             secs = ps.token_budget / ps.best.tokens_per_s
@@ -286,8 +274,10 @@ def register(app: typer.Typer) -> None:
             for line in ps.explain():
                 err.print(("why: " if explain else "") + line, markup=False)
         if not len(ps):
-            err.print(f"error: no plan fits in {ps.evaluated.limit_bytes / GiB:.1f} GiB per device; what would fit:",
-                      markup=False)
+            h = ps.evaluated.options.memory_headroom
+            cap = f" ({ps.evaluated.hw.memory_capacity_bytes / GiB:.1f} GiB less {100 * h:g} % headroom)" if h else ""
+            err.print(f"error: no plan fits in {ps.evaluated.limit_bytes / GiB:.1f} GiB per device{cap}; what would "
+                      "fit:", markup=False)
             bar = LazyProgress(not quiet, "advice")
             try:
                 lines = advice(w, ps.cluster, opts, progress=bar)
@@ -332,6 +322,7 @@ def register(app: typer.Typer) -> None:
         import pandas as pd
 
         from parplan.api import check
+        from parplan.cli.tables import fit_lines
         from parplan.planner.check import junit_xml, requirements
         from parplan.planner.export import to_csv
 
@@ -352,12 +343,16 @@ def register(app: typer.Typer) -> None:
             bar.close()
         e = r.estimate
         where = f"{e.workload} on {e.cluster} ({e.n_devices:,} devices)"
+        what = f"{len(r.results)} requirement{'' if len(r.results) == 1 else 's'} of 1 plan"
         if fmt == Format.json:
-            emit(to_json(r.to_dict()), output)
+            from parplan.cli.json_out import check_json
+            from parplan.hardware.catalog import load_cluster
+
+            emit(to_json(check_json(r, load_cluster(hw))), output, what + " as JSON")
         elif fmt == Format.csv:
             rows = [{"requirement": x.name, "metric": x.metric, "required": x.required, "actual": x.actual,
                      "ok": x.ok, "shortfall": x.shortfall, "plan": r.plan.to_string()} for x in r.results]
-            emit(to_csv(pd.DataFrame(rows)), output)
+            emit(to_csv(pd.DataFrame(rows)), output, what + " as CSV")
         else:
             if r.ok:
                 head = f"PASS  {where}: {r.plan.to_string()}"
@@ -367,7 +362,7 @@ def register(app: typer.Typer) -> None:
                 head = (f"FAIL  no plan of {where} meets every requirement ({r.searched:,} searched); "
                         f"closest: {r.plan.to_string()}")
             lines = [head] + ["  " + x.line() for x in r.results]
-            emit("\n".join(lines), output)
+            emit("\n".join(lines) if output is not None else fit_lines(lines), output, what)
         if junit is not None:
             junit.write_text(junit_xml(r, e.workload, e.cluster), encoding="utf-8")
             if not quiet:

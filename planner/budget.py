@@ -132,3 +132,19 @@ def _round_up(n: int) -> str:
     """A round number ≥ n (for hints)."""
     e = 10 ** max(0, len(str(int(n))) - 1)
     return f"{(int(n) + e - 1) // e * e}"
+
+
+# Memory kept free by default when ranking plans (a fraction of device memory).  What it is for: what the memory
+# model does not price per plan — NCCL communicator buffers (one set per process group, so more with more
+# parallel dimensions), caching-allocator block rounding and peaks of transient buffers beyond the model's
+# transients, and the memory estimate's own error.  What it is not: the model already counts a 2 GiB framework
+# reserve (CUDA context, cuBLAS/NCCL workspaces) and Megatron-LM's 5 % fragmentation allowance on the dynamic part
+# (models/training_memory.py FRAMEWORK_RESERVED_BYTES, FRAGMENTATION_FRACTION), so those are not counted again.
+# 5 %: PyTorch's caching allocator reserves whole blocks (2 MiB granularity, large segments up to 20 MiB and more —
+# https://pytorch.org/docs/stable/notes/cuda.html#optimizing-memory-usage-with-pytorch-cuda-alloc-conf), and
+# reserved-minus-allocated of several percent of HBM is what `torch.cuda.memory_summary` shows on long runs.
+DEFAULT_MEMORY_HEADROOM = 0.05
+HEADROOM_HELP = (f"fraction of device memory kept free, 0.0–0.5 (default {DEFAULT_MEMORY_HEADROOM:g}: NCCL "
+                 "communicator buffers, allocator block rounding and the estimate's own error, which no plan's "
+                 "estimate prices; the 2 GiB framework reserve and 5 % fragmentation of the dynamic part are "
+                 "already in every estimate and not counted twice)")

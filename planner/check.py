@@ -146,8 +146,9 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
         return CheckResult(ok=not fails and est.fits, plan=plan, failures=fails, results=res, estimate=est,
                            searched=1, passing=int(not fails))
     options = options or SearchOptions()
-    # without pruning: the closest plan may be one whose memory alone is over the limit
-    opts = SearchOptions(**{**options.__dict__, "prune": False})
+    # without pruning: the closest plan may be one whose memory alone is over the limit; no headroom: "fits" is
+    # peak ≤ device memory here (a tighter bound is --max-memory-fraction)
+    opts = SearchOptions(**{**options.__dict__, "prune": False, "memory_headroom": 0.0})
     ev = run_search(workload, cluster, opts,
                     progress=None if progress is None else (lambda d, t: progress(d, t, None)))
     n = len(ev.space)
@@ -183,6 +184,17 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
     fails = [r for r in results if not r.ok]
     return CheckResult(ok=not fails and est.fits, plan=est.plan, failures=fails, results=results, estimate=est,
                        searched=n, passing=int(passing.size))
+
+
+def hetero_check_refusal(cluster: Cluster) -> SpecError:
+    """Why ``check`` does not run on a multi-group cluster, and what to run instead."""
+    groups = ", ".join(f"{g.n_devices}× {g.device.id}" for g in cluster.groups)
+    return SpecError(f"cluster {cluster.name!r} has {len(cluster.groups)} device groups ({groups}): check searches "
+                     "and gates homogeneous plans; heterogeneous plans come from the ILP planner, whose candidates "
+                     "are not enumerated for requirements", key="--hw",
+                     hint="run `parplan suggest` on it (heterogeneous plans with step time, tokens/s, MFU, memory), "
+                          "gate one plan with `parplan estimate --plan-file`, or check each group as a single-group "
+                          "cluster")
 
 
 def _classname(workload: str, cluster: str) -> str:

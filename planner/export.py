@@ -1,4 +1,9 @@
-"""CSV/JSON export of ranked plans: one row per plan, the columns of ``EXPORT_COLUMNS`` in that order (stable)."""
+"""CSV/JSON export of ranked plans: one row per plan, the columns of ``EXPORT_COLUMNS`` in that order (stable).
+
+Byte counts and counts are integers (``INT_COLUMNS``), in CSV and JSON alike; other numbers are floats
+(``CSV_FLOAT_FORMAT`` in CSV).  The JSON envelope every verb writes (``envelope``; docs/json_schema.md) carries
+``schema_version``, ``kind``, ``workload``, ``cluster``, ``n_devices`` and ``plans``: one such row per plan.
+"""
 from __future__ import annotations
 
 import io
@@ -35,12 +40,19 @@ EXPORT_COLUMNS = (
     "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer",
     # mixture-of-experts (0 / 1 for dense workloads): expert tensor parallelism, exposed expert all-to-all (s)
     "etp", "ep_comm_exposed_s",
+    # equal-outcome plans (same step time and memory, relative TIE_EPS) are one row: how many plans it stands for
+    "equivalent_plans",
 )
 # time parts a family may add to the shared ones (they are part of the sum too); 0 where a family has none
 FAMILY_TIME_PARTS = ("ep_comm_exposed_s",)
 assert set(TIME_PARTS + MEMORY_PARTS + FAMILY_TIME_PARTS) <= set(EXPORT_COLUMNS)
 
-CSV_FLOAT_FORMAT = "%.6g"
+# byte counts and counts: written as integers (a fraction of a byte is no quantity; "%.6g" wrote 5.94168e+10)
+INT_COLUMNS = ("n_nodes", "n_devices", "memory_peak_bytes", "memory_capacity_bytes", "micro_batches",
+               "equivalent_plans") + tuple(MEMORY_PARTS)
+CSV_FLOAT_FORMAT = "%.6g"  # floats (times, rates, fractions): 6 significant digits
+SCHEMA_VERSION = "1"  # of the JSON envelope (docs/json_schema.md); raised on any incompatible change
+KINDS = ("estimate", "suggest", "check", "simulate", "validate")
 
 
 def plan_strings(P: PlanArrays) -> list[str]:
@@ -61,7 +73,8 @@ def plan_strings(P: PlanArrays) -> list[str]:
 
 def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int, n_devices: int,
           price_per_hour: float | None = None, first_rank: int = 1, framework: str = "megatron-core",
-          provenance_class: str = "defaults", best_high_s: float | None = None) -> pd.DataFrame:
+          provenance_class: str = "defaults", best_high_s: float | None = None,
+          equivalent: np.ndarray | None = None) -> pd.DataFrame:
     """The export table for the plans ``P`` (already in rank order) and their ``evaluate`` results ``res``."""
     n = len(P)
     crit = np.array(["first", "middle", "last"], dtype=object)[np.asarray(res["critical_stage"], dtype=np.int64)]
@@ -94,12 +107,17 @@ def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int
                  "framework": [framework] * n, "provenance_class": [provenance_class] * n})
     for k, d in V2_DEFAULTS.items():
         cols[k] = getattr(P, k).astype(bool if isinstance(d, bool) else np.int64)
+    cols["equivalent_plans"] = np.ones(n, dtype=np.int64) if equivalent is None else np.asarray(equivalent)
+    for k in INT_COLUMNS:
+        cols[k] = np.rint(np.asarray(cols[k], dtype=float)).astype(np.int64)
     df = pd.DataFrame({k: np.asarray(cols[k]) if not isinstance(cols[k], list) else cols[k] for k in EXPORT_COLUMNS},
                       columns=list(EXPORT_COLUMNS))
     return df
 
 
 def to_csv(df: pd.DataFrame) -> str:
+    """CSV text: integer columns as integers (``INT_COLUMNS`` present in ``df`` are rounded), floats ``%.6g``."""
+    df = integer_columns(df)
     buf = io.StringIO()
     df.to_csv(buf, index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n")
     return buf.getvalue()
@@ -120,5 +138,73 @@ def records(df: pd.DataFrame) -> list[dict]:
     return out
 
 
+def integer_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its byte-count and count columns (``INT_COLUMNS`` and any ``*_bytes``) as integers (where no
+    value is missing)."""
+    out = df
+    for k in df.columns:
+        if (k in INT_COLUMNS or str(k).endswith("_bytes")) and df[k].dtype.kind == "f" and df[k].notna().all():
+            if out is df:
+                out = df.copy()
+            out[k] = np.rint(df[k].to_numpy()).astype(np.int64)
+    return out
+
+
 def to_json(obj) -> str:
     return json.dumps(obj, indent=2, default=float)
+
+
+def whole_bytes(obj):
+    """``obj`` with every float under a ``*_bytes`` key (or a list of them) rounded to an integer (JSON)."""
+    if isinstance(obj, dict):
+        return {k: (_as_int(v) if str(k).endswith("_bytes") else whole_bytes(v)) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [whole_bytes(v) for v in obj]
+    return obj
+
+
+def _as_int(v):
+    if isinstance(v, (list, tuple)):
+        return [_as_int(x) for x in v]
+    if isinstance(v, dict):
+        return whole_bytes(v)
+    if isinstance(v, (float, np.floating)) and math.isfinite(float(v)):
+        return int(round(float(v)))
+    return v
+
+
+def estimate_frame(e, *, n_nodes: int, price_per_hour: float | None = None, rank: int = 1) -> pd.DataFrame:
+    """The one-row export table of an ``Estimate`` (the same columns, in the same order, as a search's)."""
+    p = e.plan
+    t, m = e.breakdown.time_s, e.breakdown.memory_bytes
+    usd = (e.n_devices * float(price_per_hour) / 3600.0 / e.tokens_per_s * 1e6) if price_per_hour is not None \
+        else float("nan")
+    row = {"rank": rank, "workload": e.workload, "cluster": e.cluster, "n_nodes": n_nodes, "n_devices": e.n_devices,
+           "plan": p.to_string(), "dp": p.dp, "tp": p.tp, "pp": p.pp, "cp": p.cp, "ep": p.ep, "mbs": p.mbs,
+           "vpp": p.vpp, "zero": p.zero, "recompute": p.recompute, "sp": bool(p.sp), "fits": bool(e.fits),
+           "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s,
+           "tokens_per_s_per_device": e.tokens_per_s / e.n_devices, "mfu": e.mfu, "hfu": e.hfu,
+           "memory_peak_bytes": e.memory_peak_bytes, "memory_capacity_bytes": e.memory_capacity_bytes,
+           "memory_fraction": e.memory_peak_bytes / e.memory_capacity_bytes, "micro_batches": e.micro_batches,
+           "critical_stage": "only" if p.pp == 1 else e.critical_stage, "usd_per_million_tokens": usd,
+           **{k: float(t.get(k, 0.0)) for k in TIME_PARTS + FAMILY_TIME_PARTS},
+           **{k: float(m.get(k, 0.0)) for k in MEMORY_PARTS},
+           "step_time_low_s": e.step_time_low_s, "step_time_high_s": e.step_time_high_s, "tie_with_best": True,
+           "framework": e.framework, "provenance_class": e.provenance_class,
+           **{k: getattr(p, k) for k in V2_DEFAULTS}, "equivalent_plans": 1}
+    df = pd.DataFrame([{k: row[k] for k in EXPORT_COLUMNS}], columns=list(EXPORT_COLUMNS))
+    return integer_columns(df)
+
+
+def envelope(kind: str, *, workload: str, cluster: str, n_devices: int, plans: list[dict],
+             heterogeneous: bool = False, **extra) -> dict:
+    """The JSON document of every verb (docs/json_schema.md): the shared head, ``plans``, then ``extra`` (the
+    verb's own keys).  Byte counts in it are integers."""
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}")
+    head = {"schema_version": SCHEMA_VERSION, "kind": kind, "workload": workload, "cluster": cluster,
+            "n_devices": int(n_devices), "heterogeneous": bool(heterogeneous)}
+    clash = set(head) & set(extra) | ({"plans"} & set(extra))
+    if clash:
+        raise ValueError(f"extra keys {sorted(clash)} clash with the envelope")
+    return whole_bytes({**head, "plans": plans, **extra})

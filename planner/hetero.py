@@ -87,7 +87,7 @@ def _pipeline_from_layers(layers: list[tuple[int, int]], m: int) -> PipelineSpec
 
 
 def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs: int, recompute: str, zero: int,
-               solver) -> HeteroCandidate | str:
+               solver, headroom: float = 0.0) -> HeteroCandidate | str:
     """Solve the layer ILP per pipeline type, then the data ILP over all replicas; re-price the decoded plan."""
     M = workload.training.global_batch // mbs
     K = sum(shape.replicas)
@@ -110,7 +110,7 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
             sc = _shape_costs(workload, cluster, st, tp, mbs, recompute, m_t, K)
             best_obj, best_layers, any_feasible = math.inf, None, False
             for order in block_orders(sc):
-                prob, v = build_layer_ilp(workload, sc, zero, order)
+                prob, v = build_layer_ilp(workload, sc, zero, order, headroom)
                 status, _ = solve(prob, solver)
                 solves += 1
                 if status == "Infeasible":
@@ -166,10 +166,19 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
     res = evaluate_hetero(workload, cluster, plan)
     if not res.fits:
         return "memory: " + res.reasons[0].split(":")[0]
+    if not within_headroom(res, headroom):
+        return f"memory: a stage above the {100 * headroom:g} % headroom limit"
     return HeteroCandidate(result=res, shape=shape, ilp_objective_s=ilp_T, heuristic=heuristic, ilp_solves=solves)
 
 
-def uniform_baseline(workload: Workload, cluster: Cluster, tps, mbss, recomputes, zeros) -> HeteroResult | None:
+def within_headroom(res: HeteroResult, headroom: float) -> bool:
+    """Every stage's peak at most (1 − headroom) of its device's memory (the limit the planner ranks under)."""
+    return all(m <= (1.0 - headroom) * cap for ms, caps in zip(res.memory_by_stage, res.capacity_by_stage)
+               for m, cap in zip(ms, caps))
+
+
+def uniform_baseline(workload: Workload, cluster: Cluster, tps, mbss, recomputes, zeros,
+                     headroom: float = 0.0) -> HeteroResult | None:
     """What a homogeneous framework does on mixed hardware: uniform tp and pp, equal layers per stage, equal data per
     replica, ranks laid out group after group (TP innermost, then PP, then DP); the best such plan that fits."""
     L = workload.model.layers
@@ -207,14 +216,16 @@ def uniform_baseline(workload: Workload, cluster: Cluster, tps, mbss, recomputes
                             r = evaluate_hetero(workload, cluster, plan)
                         except SpecError:
                             continue
-                        if r.fits and (best is None or r.step_time_s < best.step_time_s):
+                        if r.fits and within_headroom(r, headroom) and (best is None or r.step_time_s < best.step_time_s):
                             best = r
     return best
 
 
-def fastest_group_baseline(workload: Workload, cluster: Cluster, max_plans: int | None = None):
+def fastest_group_baseline(workload: Workload, cluster: Cluster, max_plans: int | None = None,
+                           headroom: float | None = None):
     """The best homogeneous plan (parplan's homogeneous planner) on the group with the fastest device alone
-    (``max_plans``: the search's work budget, default ``planner.budget.DEFAULT_MAX_PLANS``)."""
+    (``max_plans``: the search's work budget, default ``planner.budget.DEFAULT_MAX_PLANS``; ``headroom``: the
+    memory headroom it ranks under, the search's default when None)."""
     from parplan.hardware.types import Cluster as C
 
     order = sorted(range(len(cluster.groups)),
@@ -228,7 +239,8 @@ def fastest_group_baseline(workload: Workload, cluster: Cluster, max_plans: int 
             from parplan.planner.planset import suggest_plans
             from parplan.planner.search import SearchOptions
 
-            opts = SearchOptions() if max_plans is None else SearchOptions(max_plans=int(max_plans))
+            kw = {} if max_plans is None else {"max_plans": int(max_plans)}
+            opts = SearchOptions(**kw) if headroom is None else SearchOptions(memory_headroom=headroom, **kw)
             ps = suggest_plans(workload, sub, top=1, options=opts)
         except BudgetError:
             raise
@@ -244,26 +256,39 @@ def default_recompute_options(workload: Workload) -> tuple[str, ...]:
     return ("none", "full") if workload.training.attention == "flash" else ("none", "selective", "full")
 
 
-def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", time_limit_s: float = 10.0,
+def plan_hetero(workload, cluster, *, solver: str = "cbc", time_limit_s: float = 10.0,
                 mbs_options=(1, 2, 4), recompute_options=None, zero_options=(1,),
                 tp_options=None, baselines: bool = True, max_depth_options: int = 2,
                 prune: bool = True, progress=None, max_configurations: int | None = None,
-                max_plans: int | None = None) -> HeteroPlanSet:
+                max_plans: int | None = None, memory_headroom: float | None = None) -> HeteroPlanSet:
     """Search shapes × knobs with the two ILPs; return the ranked candidates and both baselines.
+    ``memory_headroom``: fraction of each device's memory kept free, as in the homogeneous search (default
+    ``planner.search.DEFAULT_MEMORY_HEADROOM``); candidates and both baselines are planned under it.
     ``progress``: optional ``f(done, total)`` called as configurations are taken up.  ``time_limit_s``: seconds
     per ILP solve, in (0, 3600].  Work budget: the shape × knob configurations are counted before any is made or
     solved; above ``max_configurations`` (default ``planner.budget.DEFAULT_MAX_CONFIGURATIONS``) a
     ``BudgetError``; ``max_plans``: the budget of the fastest-group baseline's homogeneous search.
 
     ``zero_options`` defaults to ZeRO-1 (optimizer states sharded among the owners of each chunk): the chunked
-    all-reduce costs the same either way, so zero=1 is never slower and always smaller."""
+    all-reduce costs the same either way, so zero=1 is never slower and always smaller.
+
+    ``workload`` / ``cluster``: the loaded objects, or what ``parplan.estimate`` accepts (a catalog id, a YAML
+    path, a mapping)."""
+    from parplan.hardware.catalog import load_cluster
     from parplan.planner.spaces import hetero_planner
+    from parplan.workloads.loader import load_workload
+
+    workload, cluster = load_workload(workload), load_cluster(cluster)  # objects pass through unchanged
 
     from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_TIME_LIMIT_S, BudgetError, check_number)
 
     hetero_planner(workload)  # only families with a heterogeneous planner (this one plans dense layers)
     time_limit_s = check_number(time_limit_s, "--time-limit", lo=0, lo_open=True, hi=MAX_TIME_LIMIT_S,
                                 hint="seconds per ILP solve, e.g. 10")
+    from parplan.planner.search import DEFAULT_MEMORY_HEADROOM
+
+    headroom = check_number(DEFAULT_MEMORY_HEADROOM if memory_headroom is None else memory_headroom,
+                            "--memory-headroom", lo=0.0, hi=0.5, hint="a fraction of device memory, e.g. 0.05")
     limit = check_number(DEFAULT_MAX_CONFIGURATIONS if max_configurations is None else max_configurations,
                          "--max-configurations", lo=1, integer=True)
     t0 = time.perf_counter()
@@ -285,7 +310,7 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
         for mbs in mbss:
             for rc in recompute_options:
                 for zero in zero_options:
-                    depth = {g: min_fitting_depth(workload, cluster, g, tp, mbs, rc, zero)
+                    depth = {g: min_fitting_depth(workload, cluster, g, tp, mbs, rc, zero, headroom)
                              for g in range(len(cluster.groups))}
                     settings.append((tp, mbs, rc, zero, depth))
                     n_conf += count_shapes(cluster, workload, tp, max_depth_options, depth)
@@ -313,7 +338,7 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
             pruned += 1
             continue
         n_shapes += 1
-        got = plan_shape(workload, cluster, shape, tp, mbs, rc, zero, slv)
+        got = plan_shape(workload, cluster, shape, tp, mbs, rc, zero, slv, headroom)
         if isinstance(got, str):
             infeasible[got] = infeasible.get(got, 0) + 1
             continue
@@ -323,8 +348,8 @@ def plan_hetero(workload: Workload, cluster: Cluster, *, solver: str = "cbc", ti
     cands.sort(key=lambda c: (c.result.step_time_s, c.result.memory_peak_bytes))
     uni = fast = fast_g = None
     if baselines:
-        uni = uniform_baseline(workload, cluster, tps, mbss, recompute_options, zero_options)
-        fast, fast_g = fastest_group_baseline(workload, cluster, max_plans)
+        uni = uniform_baseline(workload, cluster, tps, mbss, recompute_options, zero_options, headroom)
+        fast, fast_g = fastest_group_baseline(workload, cluster, max_plans, headroom)
     return HeteroPlanSet(best=cands[0] if cands else None, candidates=cands, uniform=uni, fastest_group=fast,
                          fastest_group_id=fast_g, infeasible=infeasible,
                          stats={"configurations": len(queue), "configurations_estimated": n_conf,

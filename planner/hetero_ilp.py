@@ -105,10 +105,11 @@ def block_orders(sc: ShapeCosts) -> list[tuple[int, ...]]:
     return out
 
 
-def build_layer_ilp(workload: Workload, sc: ShapeCosts, zero: int, order: tuple[int, ...]) -> tuple[pulp.LpProblem, dict]:
+def build_layer_ilp(workload: Workload, sc: ShapeCosts, zero: int, order: tuple[int, ...],
+                    headroom: float = 0.0) -> tuple[pulp.LpProblem, dict]:
     """For one stage-to-group assignment ``order`` (shape-local group index per stage position):
     min (m − 1)·z + Σ τ_i  s.t.  τ_i = n_i·a_g(i) + extras, z ≥ τ_i, Σ n_i = L, n_i ≥ 1 integer, and the memory of
-    position i on its group ≤ capacity (in-flight activations min(S − i, m))."""
+    position i on its group ≤ (1 − headroom) × capacity (in-flight activations min(S − i, m))."""
     L = workload.model.layers
     S = len(order)
     prob = pulp.LpProblem("stage_layers", pulp.LpMinimize)
@@ -125,7 +126,7 @@ def build_layer_ilp(workload: Workload, sc: ShapeCosts, zero: int, order: tuple[
         per_layer = c.layer_params * bpp + c.act_bytes_per_layer * inflight
         fixed = c.transient_bytes + (c.emb_params * bpp if i == 0 else 0.0) \
             + ((c.out_params * bpp + c.logits_bytes) if i == S - 1 else 0.0)
-        budget = (c.capacity_bytes - FRAMEWORK_RESERVED_BYTES) / (1.0 + FRAGMENTATION_FRACTION)
+        budget = ((1.0 - headroom) * c.capacity_bytes - FRAMEWORK_RESERVED_BYTES) / (1.0 + FRAGMENTATION_FRACTION)
         prob += (per_layer / GiB) * n[i] <= (budget - fixed) / GiB
     prob += pulp.lpSum(n) == L
     prob += (sc.micro_batches - 1) * z + pulp.lpSum(tau)

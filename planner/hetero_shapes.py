@@ -88,7 +88,7 @@ def count_shapes(cluster: Cluster, workload: Workload, tp: int, max_depth_option
 
 
 def min_fitting_depth(workload: Workload, cluster: Cluster, g: int, tp: int, mbs: int, recompute: str,
-                      zero: int) -> int | None:
+                      zero: int, headroom: float = 0.0) -> int | None:
     """Smallest pipeline depth at which a pipeline made of group g alone fits in memory (first stage, the heaviest:
     ceil(L/S) layers with S micro-batches in flight); None if none does.  Used to prune shapes before any ILP."""
     grp = cluster.groups[g]
@@ -106,7 +106,7 @@ def min_fitting_depth(workload: Workload, cluster: Cluster, g: int, tp: int, mbs
         dyn = n * (c.layer_params * bpp + c.act_bytes_per_layer * S) + c.emb_params * bpp + c.transient_bytes
         if S == 1:
             dyn += c.out_params * bpp + c.logits_bytes
-        if dyn * (1 + FRAGMENTATION_FRACTION) + FRAMEWORK_RESERVED_BYTES <= c.capacity_bytes:
+        if dyn * (1 + FRAGMENTATION_FRACTION) + FRAMEWORK_RESERVED_BYTES <= (1.0 - headroom) * c.capacity_bytes:
             return S
     return None
 

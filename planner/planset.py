@@ -15,8 +15,8 @@ from parplan.models.estimate import Estimate, estimate_from_arrays
 from parplan.models.training import PlanArrays
 from parplan.planner import explain as _explain
 from parplan.planner.budget import MAX_NODES, MAX_TOP, BudgetError, PlanBudget, check_number
+from parplan.planner.export import envelope, records
 from parplan.planner.export import frame as _frame
-from parplan.planner.export import records
 from parplan.planner.search import OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, rank, run_search
 from parplan.planner.sizing import (SizingResult, find_nodes, parse_duration, parse_tokens,
                                     scale_cluster, size_for_target)
@@ -24,6 +24,44 @@ from parplan.planner.space import fix_string
 from parplan.workloads.transformer import Workload
 
 DEFAULT_TOP = 10
+# equal outcomes: plans whose step time and peak memory agree within this relative difference are one outcome
+# (the model's own arithmetic differs at ~1e-15; distinct plans that really differ do so far above 1e-9)
+TIE_EPS = 1e-9
+# knobs at their default in the simplest plan of a tie: (plan field, default value) — models/plan.py Plan
+_KNOB_DEFAULTS = (("cp", 1), ("ep", 1), ("etp", 1), ("vpp", 1), ("zero", 0), ("recompute", 0), ("sp", False),
+                  ("reshard", True), ("shard", 0), ("first_layers", 0), ("last_layers", 0),
+                  ("embed_as_layer", False), ("loss_as_layer", False))
+_SIMPLER_AXES = ("tp", "pp", "cp", "ep", "etp", "vpp", "zero", "recompute", "sp", "mbs")
+
+
+def tie_groups(ev: Evaluated, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-outcome groups of the ranked plans ``order``: (start of each group in ``order``, its size).  Plans in a
+    row of the ranking whose step time and peak memory each differ by at most ``TIE_EPS`` (relative) from the
+    previous one form one group (the ranking puts equal outcomes next to each other)."""
+    n = int(order.size)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    st = np.asarray(ev.metrics["step_time_s"], dtype=float)[order]
+    mem = np.asarray(ev.metrics["memory_peak_bytes"], dtype=float)[order]
+    with np.errstate(invalid="ignore"):
+        same = ((np.abs(np.diff(st)) <= TIE_EPS * np.maximum(np.abs(st[1:]), np.abs(st[:-1])))
+                & (np.abs(np.diff(mem)) <= TIE_EPS * np.maximum(np.abs(mem[1:]), np.abs(mem[:-1]))))
+    starts = np.flatnonzero(np.r_[True, ~same])
+    return starts, np.diff(np.r_[starts, n])
+
+
+def simplest_first(ev: Evaluated, members: np.ndarray) -> np.ndarray:
+    """``members`` (space indices of one tie) ordered simplest first: fewest knobs away from their default, then
+    smaller tp, pp, cp, ep, etp, vpp, zero, recompute, sp, mbs; the ranking's own order last."""
+    if members.size <= 1:
+        return members
+    P = ev.space.plans.subset(members)
+    nondefault = np.zeros(members.size, dtype=np.int64)
+    for k, d in _KNOB_DEFAULTS:
+        nondefault += (np.asarray(getattr(P, k)) != d).astype(np.int64)
+    keys = [np.arange(members.size)] + [np.asarray(getattr(P, k)).astype(np.int64) for k in reversed(_SIMPLER_AXES)]
+    keys.append(nondefault)
+    return members[np.lexsort(tuple(keys))]
 
 
 @dataclass(frozen=True)
@@ -45,7 +83,8 @@ class PlanSet:
     """The ranked plans of one search: iterable of ``Estimate`` (best first), ``len``, ``.best``, ``.to_frame()``."""
 
     def __init__(self, ev: Evaluated, order: np.ndarray, objective: str, *, price_per_hour: float | None = None,
-                 sizing: SizingResult | None = None, token_budget: float | None = None, wall_s: float = 0.0):
+                 sizing: SizingResult | None = None, token_budget: float | None = None, wall_s: float = 0.0,
+                 equivalent: np.ndarray | None = None):
         self.evaluated = ev
         self.workload: Workload = ev.workload
         self.cluster: Cluster = ev.cluster
@@ -54,6 +93,9 @@ class PlanSet:
         self.sizing = sizing
         self.token_budget = token_budget
         self.indices = np.asarray(order, dtype=np.int64)  # into the space, best first
+        # how many equal-outcome plans each row stands for (1 when ties are not grouped)
+        self.equivalent = (np.ones(self.indices.size, dtype=np.int64) if equivalent is None
+                           else np.asarray(equivalent, dtype=np.int64))
         self.plans: PlanArrays = ev.space.plans.subset(self.indices)
         self.results = evaluate_plans(ev.workload, ev.hw, self.plans)
         self._estimates: Optional[list[Estimate]] = None
@@ -107,11 +149,11 @@ class PlanSet:
                       n_nodes=self.cluster.group.nodes, n_devices=self.cluster.n_devices,
                       price_per_hour=self.price_per_hour,
                       framework=getattr(self.workload.training, "framework", "megatron-core"),
-                      provenance_class=self.evaluated.eff.provenance_class)
+                      provenance_class=self.evaluated.eff.provenance_class, equivalent=self.equivalent)
 
     def to_dict(self) -> dict:
-        out = {"workload": self.workload.name, "cluster": self.cluster.name, "n_nodes": self.cluster.group.nodes,
-               "n_devices": self.cluster.n_devices, "objective": self.objective,
+        """The JSON envelope (docs/json_schema.md), kind ``suggest``: the ranked plans and the search."""
+        out = {"n_nodes": self.cluster.group.nodes, "objective": self.objective,
                "fixed": fix_string(self.evaluated.options.fix),
                "memory_headroom": self.evaluated.options.memory_headroom, "price_per_hour": self.price_per_hour,
                "search": self.stats.to_dict()}
@@ -124,8 +166,8 @@ class PlanSet:
             if self.price_per_hour is not None:
                 out["training_cost_usd"] = (self.token_budget / b.tokens_per_s / 3600.0 * self.cluster.n_devices
                                             * self.price_per_hour)
-        out["plans"] = records(self.to_frame())
-        return out
+        return envelope("suggest", workload=self.workload.name, cluster=self.cluster.name,
+                        n_devices=self.cluster.n_devices, plans=records(self.to_frame()), **out)
 
     # --- explanations --------------------------------------------------------------------------------------
     def explain(self) -> list[str]:
@@ -149,8 +191,9 @@ def _price(cluster: Cluster, price_per_hour: float | None) -> float | None:
 def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None = None, top: int = DEFAULT_TOP,
                   options: SearchOptions | None = None, price_per_hour: float | None = None,
                   target_tokens_per_s: float | None = None, deadline=None, token_budget=None,
-                  max_nodes: int | None = None, progress=None) -> PlanSet:
-    """Search and rank (see ``parplan.api.suggest``)."""
+                  max_nodes: int | None = None, progress=None, group_ties: bool = True) -> PlanSet:
+    """Search and rank (see ``parplan.api.suggest``).  ``group_ties``: equal-outcome plans are one row (the
+    simplest plan, ``PlanSet.equivalent`` counting them); ``False`` lists each."""
     t0 = time.perf_counter()
     options = options or SearchOptions()
     options.validate()
@@ -177,6 +220,9 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
     if objective == "devices" and target is None:
         raise SpecError("the devices objective needs a target", key="--objective",
                         hint="give --target-tokens-per-s, or --deadline with --token-budget")
+    if max_nodes is not None and target is None:
+        raise SpecError("--max-nodes bounds the sizing search: it needs a target to size for", key="--max-nodes",
+                        hint="add --target-tokens-per-s, or --deadline with --token-budget")
     if objective != "devices" and target is not None:
         raise SpecError(f"a throughput target or deadline sizes the cluster: it needs --objective devices, "
                         f"not {objective}", key="--objective")
@@ -191,7 +237,7 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
                         hint="pass --price-per-hour X (USD per device-hour, your own figure)")
     sizing = None
     if objective == "devices":
-        max_n = int(max_nodes) if max_nodes is not None else min(cluster.group.nodes, MAX_NODES)
+        max_n = int(max_nodes) if max_nodes is not None else default_max_nodes(workload, cluster, target)
         sizing, ev = size_for_target(workload, cluster, options, target, max_n, progress=progress,
                                      budget=PlanBudget(int(options.max_plans)))
         if ev is None:
@@ -205,13 +251,34 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
     if len(ev.space) == 0 and not (sizing is not None and sizing.n_nodes is None):
         raise SpecError(no_valid_plan_message(ev), key="plan")
     order = rank(ev, objective, price)
+    if group_ties:
+        starts, sizes = tie_groups(ev, order)
+    else:
+        starts, sizes = np.arange(order.size), np.ones(order.size, dtype=np.int64)
     if top:
-        order = order[:top]
-    elif order.size > MAX_TOP:
-        raise BudgetError(f"--top 0 reports every plan that fits: {order.size:,} here, more than {MAX_TOP:,}",
-                          key="--top", hint=f"give --top K (K ≤ {MAX_TOP:,}), or narrow the space with --fix")
-    return PlanSet(ev, order, objective, price_per_hour=price, sizing=sizing, token_budget=budget,
-                   wall_s=time.perf_counter() - t0)
+        starts, sizes = starts[:top], sizes[:top]
+    elif starts.size > MAX_TOP:
+        raise BudgetError(f"--top 0 reports every plan that fits: {starts.size:,} distinct outcomes here, more than "
+                          f"{MAX_TOP:,}", key="--top",
+                          hint=f"give --top K (K ≤ {MAX_TOP:,}), or narrow the space with --fix")
+    chosen = np.array([simplest_first(ev, order[a:a + k])[0] if k > 1 else order[a] for a, k in zip(starts, sizes)],
+                      dtype=np.int64)
+    return PlanSet(ev, chosen, objective, price_per_hour=price, sizing=sizing, token_budget=budget,
+                   wall_s=time.perf_counter() - t0, equivalent=sizes)
+
+
+# sizing without --max-nodes searches up to the cluster's node count or, when larger, this many times the
+# 100 %-MFU bound (the bound reached at 1 / DEFAULT_SIZING_REACH MFU: 25 %, below most published dense runs —
+# e.g. Megatron-LM's 41–52 % MFU, Narayanan et al. SC'21 Table 1)
+DEFAULT_SIZING_REACH = 4
+
+
+def default_max_nodes(workload: Workload, cluster: Cluster, target: float) -> int:
+    """Node counts sizing searches when --max-nodes is not given (see ``DEFAULT_SIZING_REACH``)."""
+    from parplan.planner.sizing import min_nodes_bound
+
+    return int(min(MAX_NODES, max(cluster.group.nodes, DEFAULT_SIZING_REACH * min_nodes_bound(workload, cluster,
+                                                                                              target))))
 
 
 def no_valid_plan_message(ev: Evaluated) -> str:

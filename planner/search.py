@@ -28,7 +28,8 @@ from parplan.models.families import cost_model
 from parplan.models.hardware_context import HardwareContext, framework_of, hardware_context
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES
-from parplan.planner.budget import DEFAULT_MAX_PLANS, MAX_MBS, check_max_plans, check_number
+from parplan.planner.budget import (DEFAULT_MAX_PLANS, DEFAULT_MEMORY_HEADROOM, HEADROOM_HELP, MAX_MBS,  # noqa: F401
+                                    check_max_plans, check_number)
 from parplan.planner.space import DEFAULT_MAX_MBS, Space
 from parplan.planner.spaces import build_space
 from parplan.workloads.transformer import Workload
@@ -48,7 +49,7 @@ ProgressFn = Callable[[int, int], None]
 @dataclass
 class SearchOptions:
     fix: dict = field(default_factory=dict)
-    memory_headroom: float = 0.0  # fraction of device memory kept free
+    memory_headroom: float = DEFAULT_MEMORY_HEADROOM  # fraction of device memory kept free
     allow_cross_node_tp: bool = False
     max_mbs: int = DEFAULT_MAX_MBS
     prune: bool = True  # skip the full evaluation of plans whose model state alone exceeds the memory limit

@@ -219,13 +219,19 @@ def find_nodes(workload: Workload, cluster: Cluster, options: SearchOptions, pre
     return n_hi, ev_hi
 
 
+def min_nodes_bound(workload: Workload, cluster: Cluster, target_tokens_per_s: float) -> int:
+    """The fewest nodes that could reach the target at 100 % MFU (no plan beats the device's dense peak)."""
+    g = cluster.group
+    fpt = model_flops_per_token(workload, cluster)
+    peak = hardware_context(g, workload.training.precision).peak_flops_per_s
+    return max(1, math.ceil(target_tokens_per_s * fpt / peak / g.devices_per_node * (1.0 - 1e-12)))
+
+
 def size_for_target(workload: Workload, cluster: Cluster, options: SearchOptions, target_tokens_per_s: float,
                     max_nodes: int, progress=None, budget: PlanBudget | None = None
                     ) -> tuple[SizingResult, Optional[Evaluated]]:
     g = cluster.group
-    fpt = model_flops_per_token(workload, cluster)
-    peak = hardware_context(g, workload.training.precision).peak_flops_per_s
-    n_start = max(1, math.ceil(target_tokens_per_s * fpt / peak / g.devices_per_node * (1.0 - 1e-12)))
+    n_start = min_nodes_bound(workload, cluster, target_tokens_per_s)
     res = SizingResult(target_tokens_per_s=float(target_tokens_per_s), n_nodes=None,
                        devices_per_node=g.devices_per_node, max_nodes=int(max_nodes), n_start=n_start)
     n, ev = find_nodes(workload, cluster, options,

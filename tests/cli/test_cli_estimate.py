@@ -28,10 +28,12 @@ def test_estimate_json_contract_keys(root):
     r = invoke("estimate", "llama3-70b", "--hw", "dgx-h100-64", "--plan", "tp=8,pp=2,mbs=1,zero=1", "--format",
                "json", "--global-batch", "128")
     assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
+    doc = json.loads(r.stdout)  # the JSON envelope (issue 11): the estimate is its one plan
+    assert doc["schema_version"] == "1" and doc["kind"] == "estimate" and len(doc["plans"]) == 1
+    d = doc["plans"][0]
     for key in ("fits", "step_time_s", "tokens_per_s", "mfu", "memory_peak_bytes", "breakdown", "plan"):
         assert key in d
-    assert d["plan"]["dp"] == 4 and d["micro_batches"] == 32
+    assert d["dp"] == 4 and d["micro_batches"] == 32 and d["plan"].startswith("dp=4,")
     assert sum(d["breakdown"]["time_s"].values()) == pytest.approx(d["step_time_s"], rel=1e-9)
 
 
@@ -126,7 +128,7 @@ def test_not_fitting_is_not_an_error():
                "tp=1,pp=1,mbs=1,vpp=1,zero=0,recompute=none,sp=false", "--format", "json",
                "--global-batch", "64")
     assert r.exit_code == 0
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["plans"][0]  # the JSON envelope (issue 11)
     assert d["fits"] is False and d["reasons"][0].startswith("memory ")
 
 

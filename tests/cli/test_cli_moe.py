@@ -22,8 +22,8 @@ def test_estimate_moe_plan_reports_the_all_to_all():
     r = invoke("estimate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan",
                "tp=2,pp=1,ep=8,etp=1,mbs=1,vpp=1,zero=1,recompute=full,sp=true", "--format", "json", *SHAPE)
     assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert d["plan"]["ep"] == 8 and d["plan"]["etp"] == 1 and d["chosen"] == {}
+    d = json.loads(r.stdout)["plans"][0]  # the JSON envelope (issue 11)
+    assert d["ep"] == 8 and d["etp"] == 1 and d["chosen"] == {}
     assert "ep_comm_exposed_s" in d["breakdown"]["time_s"]
     assert sum(d["breakdown"]["time_s"].values()) == pytest.approx(d["step_time_s"], rel=1e-9)
 
@@ -31,7 +31,7 @@ def test_estimate_moe_plan_reports_the_all_to_all():
 def test_partial_moe_plan_chooses_ep():
     r = invoke("estimate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", "tp=2,pp=2", "--format", "json", *SHAPE)
     assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
+    d = json.loads(r.stdout)["plans"][0]  # the JSON envelope (issue 11)
     assert "ep" in d["chosen"] and "etp" in d["chosen"] and d["fits"]
 
 
@@ -131,7 +131,7 @@ def test_expert_imbalance_flag_sets_and_checks_it():
     hot = invoke("estimate", "mixtral-8x7b", "--hw", "dgx-h100-64", "--plan", plan, "--format", "json",
                  "--expert-imbalance", "1.5", *SHAPE)
     assert base.exit_code == hot.exit_code == 0
-    assert json.loads(hot.stdout)["step_time_s"] > json.loads(base.stdout)["step_time_s"]
+    assert json.loads(hot.stdout)["plans"][0]["step_time_s"] > json.loads(base.stdout)["plans"][0]["step_time_s"]
     r = invoke("suggest", "mixtral-8x7b", "--hw", "dgx-h100-64", "--expert-imbalance", "0.5", *SHAPE)
     assert r.exit_code == 2 and r.stderr == ("error: training.expert_imbalance: bad value 0.5: must be a number from "
                                              "1 to 64\n")

@@ -31,7 +31,9 @@ def test_simulate_json_and_trace(tmp_path):
     r = invoke("simulate", *SMALL, "--plan", "tp=2,pp=2,mbs=1,zero=1", "--format", "json", "--trace", trace)
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
-    assert d["schedule"] == "1f1b" and d["step_time_s"] > 0 and len(d["devices"]) == 2
+    # the JSON envelope (issue 11): the simulated step beside the plan's analytical object
+    assert d["kind"] == "simulate" and d["plans"][0]["simulated_step_time_s"] == d["simulated_step_time_s"]
+    assert d["schedule"] == "1f1b" and d["simulated_step_time_s"] > 0 and len(d["devices"]) == 2
     assert set(d["exposed_comm_s"]) == {"tp", "pp_p2p", "dp"}
     t = json.loads(trace.read_text())
     assert any(e["ph"] == "X" for e in t["traceEvents"])
@@ -48,7 +50,7 @@ def test_simulate_slowdown_slows_the_step():
     def step(*extra):
         r = invoke("simulate", *SMALL, "--plan", "tp=1,pp=4,mbs=1,zero=0", "--format", "json", *extra)
         assert r.exit_code == 0, r.output
-        return json.loads(r.stdout)["step_time_s"]
+        return json.loads(r.stdout)["simulated_step_time_s"]  # the JSON envelope (issue 11)
 
     base = step()
     assert step("--slowdown", "stage:1=2") > 1.5 * base

@@ -67,15 +67,15 @@ def test_malformed_input_is_one_error_line(c, tmp_path, monkeypatch):
 # what some valid inputs must have produced (beyond exit 0)
 CHECKS = {
     # the explicit global_batch: 8 overrides the merged 4 (4 is not divisible by dp=8: it would be an error)
-    "merge-key-with-override": lambda d: d["micro_batches"] == 1 and d["plan"]["dp"] == 8,
-    "merge-key-from-anchor": lambda d: d["micro_batches"] == 1,
+    "merge-key-with-override": lambda d: d["plans"][0]["micro_batches"] == 1 and d["plans"][0]["dp"] == 8,
+    "merge-key-from-anchor": lambda d: d["plans"][0]["micro_batches"] == 1,
     # the explicit nodes: 1 overrides both merged values, the first merged mapping wins over the second
     "merge-list-in-cluster": lambda d: d["n_devices"] == 8,
     "unicode-workload-name": lambda d: d["workload"] == "模型-α 🚀 Ünïcødé",
     "unicode-cluster-name": lambda d: d["cluster"] == "クラスタ-β",
     "one-device-cluster": lambda d: d["n_devices"] == 1,
     "maximum-cluster": lambda d: d["n_devices"] == 1_048_576,
-    "maximum-architecture": lambda d: d["fits"] is False and d["step_time_s"] > 0,
+    "maximum-architecture": lambda d: d["plans"][0]["fits"] is False and d["plans"][0]["step_time_s"] > 0,
     "hf-config-via-workload": lambda d: d["workload"] == "via-yaml",
 }
 

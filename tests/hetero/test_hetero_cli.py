@@ -25,8 +25,10 @@ def test_suggest_on_mixed_cluster_json_carries_speedups_and_baselines():
         assert key in best
     assert best["speedup_vs_uniform"] > 1.2 and best["speedup_vs_fastest_group"] > 1.0
     assert d["baselines"]["uniform"]["step_time_s"] == best["step_time_s"] * best["speedup_vs_uniform"]
-    stages = best["plan"]["pipelines"][0]["stages"]
-    assert {s["device"] for p in best["plan"]["pipelines"] for s in p["stages"]} == {"a100-sxm-80gb", "v100-sxm-32gb"}
+    # the JSON envelope (issue 11): "plan" is the plan's string, "layout" its pipelines of stages
+    assert d["kind"] == "suggest" and isinstance(best["plan"], str) and best["plan"].startswith(f"tp={best['tp']},")
+    stages = best["layout"]["pipelines"][0]["stages"]
+    assert {s["device"] for p in best["layout"]["pipelines"] for s in p["stages"]} == {"a100-sxm-80gb", "v100-sxm-32gb"}
     assert stages[0]["layers"][0] == 0 and stages[-1]["layers"][1] == 40
 
 
@@ -61,8 +63,8 @@ def test_estimate_plan_file(tmp_path):
             "--seq-len", "4096", "--plan-file", str(f)]
     r = runner.invoke(app, base + ["--format", "json"])
     assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert len(d["plan"]["pipelines"]) == 5 and d["step_time_s"] > 0
+    d = json.loads(r.stdout)["plans"][0]  # the JSON envelope (issue 11)
+    assert len(d["layout"]["pipelines"]) == 5 and d["step_time_s"] > 0
     r = runner.invoke(app, base)
     assert r.exit_code == 0 and "chunked gradient sync" in r.stdout
     r = runner.invoke(app, base[:-2] + ["--plan", "tp=4"])

@@ -158,8 +158,10 @@ def test_homogeneous_cluster_gives_the_homogeneous_planners_plan(workload, clust
 
     w = load_workload(workload, global_batch=gbs, seq_len=seq)
     c = load_cluster(cluster)
-    hp = plan_hetero(w, c, baselines=False)
-    ps = suggest(w, c, top=1, fix=["cp=1", "vpp=1", "zero=1"])
+    # both at full memory (the test predates the 5 % default headroom; at 5 % the ILP's uneven layer split finds a
+    # faster tp=4,pp=8 plan that the homogeneous search's even split cannot fit)
+    hp = plan_hetero(w, c, baselines=False, memory_headroom=0.0)
+    ps = suggest(w, c, top=1, fix=["cp=1", "vpp=1", "zero=1"], memory_headroom=0.0)
     b, h = hp.best.result.plan, ps.best.plan
     assert (b.tp, len(b.pipelines[0].stages), len(b.pipelines), b.mbs, b.recompute) == (h.tp, h.pp, h.dp, h.mbs,
                                                                                         h.recompute)
@@ -199,3 +201,19 @@ def test_highs_and_cbc_find_the_same_plan(setup):
 def test_unknown_solver_is_a_clear_error():
     with pytest.raises(SpecError, match=r"--solver: unknown solver 'gurobi' \(allowed: cbc, highs\)"):
         make_solver("gurobi")
+
+
+def test_memory_headroom_limits_every_stage_and_both_baselines():
+    """The heterogeneous planner ranks under the same headroom as the homogeneous search: every stage of every
+    candidate and of the uniform baseline stays within (1 − headroom) of its device's memory."""
+    from parplan.planner.hetero import within_headroom
+
+    w = load_workload("llama2-13b", global_batch=64, seq_len=4096)
+    hp = plan_hetero(w, "mixed-h100-a100-64", memory_headroom=0.2)
+    assert hp.candidates
+    for cand in hp.candidates:
+        assert within_headroom(cand.result, 0.2)
+    if hp.uniform is not None:
+        assert within_headroom(hp.uniform, 0.2)
+    with pytest.raises(SpecError):
+        plan_hetero(w, "mixed-h100-a100-64", memory_headroom=0.9)

@@ -228,8 +228,10 @@ def test_planset_protocol():
     assert df.fits.all()
     assert np.allclose(df[list(TIME_PARTS)].sum(axis=1), df.step_time_s, rtol=1e-9)
     assert np.allclose(df[list(MEMORY_PARTS)].sum(axis=1), df.memory_peak_bytes, rtol=1e-9)
+    # top=0: every fitting plan, equal outcomes grouped (issue 11): each row counts the plans it stands for
     every = suggest_plans(W7, A100_2, top=0)
-    assert len(every) == every.stats.fitting
+    assert int(every.equivalent.sum()) == every.stats.fitting and len(every) <= every.stats.fitting
+    assert len(suggest_plans(W7, A100_2, top=0, group_ties=False)) == every.stats.fitting
 
 
 def test_repeated_searches_are_identical():
