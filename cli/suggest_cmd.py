@@ -19,6 +19,7 @@ from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit
                                 Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, HwOpt,
                                 ImbalanceOpt, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json,
                                 what_written)
+from parplan.cli.export_cmd import Target, export_framework
 from parplan.cli.progress import LazyProgress, _Err  # noqa: F401  (LazyProgress: other commands import it here)
 from parplan.errors import SpecError, did_you_mean
 from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_MBS, MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S,
@@ -156,6 +157,13 @@ def register(app: typer.Typer) -> None:
                                                      f"most {MAX_NODES:,})"),
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
+        export: Optional[Target] = typer.Option(
+            None, "--export", help="also write the best plan as this framework's launch script or config: megatron | "
+                                   "nemo | torchtitan | deepspeed | maxtext (as `parplan export`; the search then "
+                                   "ranks only plans that framework can launch)"),
+        export_output: Optional[Path] = typer.Option(None, "--export-output",
+                                                     help="file for --export (default: its suggested name, e.g. "
+                                                          "launch_megatron.sh)"),
         explain: bool = typer.Option(False, "--explain", help="why the best wins, and why other plans are out"),
         expand_ties: bool = typer.Option(False, "--expand-ties",
                                          help="one row per plan, even where plans have the same outcome (default: "
@@ -185,6 +193,7 @@ def register(app: typer.Typer) -> None:
                       max_plans, max_configurations)
         check_precision(precision)
         check_framework(framework)
+        framework = export_framework(export, framework, export_output)
         if objective is not None and objective not in OBJECTIVE_NAMES:
             raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVE_NAMES,
                             hint=did_you_mean(objective, OBJECTIVE_NAMES))
@@ -194,6 +203,11 @@ def register(app: typer.Typer) -> None:
         if not c.is_homogeneous:
             from parplan.cli.hetero_out import suggest_hetero
 
+            if export is not None:
+                raise SpecError(f"a heterogeneous plan on the multi-group cluster {c.name} cannot be exported: no "
+                                "supported framework launches per-group stage layouts", key="--export",
+                                hint="export a plan of one device group (e.g. the fastest-group baseline) with "
+                                     "`parplan export`")
             suggest_hetero(w, c, dict(objective=objective, fix=fix, memory_headroom=memory_headroom,
                                       allow_cross_node_tp=allow_cross_node_tp, price_per_hour=price_per_hour,
                                       target_tokens_per_s=target_tokens_per_s, deadline=deadline,
@@ -219,7 +233,10 @@ def register(app: typer.Typer) -> None:
             bar.close()
         if text is not None:
             emit(text, output, what_written(fmt, min(len(ps), TABLE_ROWS) if fmt == Format.table else len(ps)))
-        # (a later `--export` of the chosen plan to a launcher goes here: after the plans are written)
+        if export is not None and len(ps):
+            from parplan.cli.export_cmd import write_launch
+
+            write_launch(ps.workload, ps.cluster, ps.best.plan, export.value, export_output)
         err = _Err()
         if fmt == Format.table and len(ps) > TABLE_ROWS:
             err.print(f"note: the table shows the first {TABLE_ROWS:,} of {len(ps):,} plans; --format csv or json "
