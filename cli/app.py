@@ -4,7 +4,7 @@ from __future__ import annotations
 import typer
 
 from parplan import __version__
-from parplan.cli import catalog_cmd, estimate_cmd, suggest_cmd, simulate_cmd
+from parplan.cli import catalog_cmd, estimate_cmd, export_cmd, plot_cmd, simulate_cmd, suggest_cmd, sweep_cmd
 from parplan.cli.common import GuardedGroup
 
 app = typer.Typer(
@@ -12,7 +12,7 @@ app = typer.Typer(
     name="parplan",
     help="Plan, predict and validate parallel configurations for large-model training.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (typer, for bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
 )
 
@@ -30,7 +30,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # each command module registers its commands on the app
-for _module in (estimate_cmd, catalog_cmd, suggest_cmd, simulate_cmd):
+for _module in (estimate_cmd, catalog_cmd, suggest_cmd, simulate_cmd, export_cmd, plot_cmd, sweep_cmd):
     _module.register(app)
 
 

@@ -1,19 +1,33 @@
-"""``parplan catalog list|show``: what the bundled catalogs hold."""
+"""``parplan catalog list|show|add``: what the bundled and the user's catalogs hold, and adding a user entry."""
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from enum import Enum
+from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.table import Table
 
 from parplan.cli.common import emit, gib, handle_errors, out_console
 from parplan.errors import SpecError, did_you_mean
-from parplan.hardware.catalog import (cluster_ids, device_entry, device_ids, get_device, get_link, link_entry,
+from parplan.catalogs import (ENV_VAR, SECTIONS, default_user_dir, entries, is_user, kind_of, user_dirs,
+                              user_write_dir)
+from parplan.hardware.catalog import (ClusterFile, DeviceEntry, LinkEntry, check_entry_file, cluster_from_dict,
+                                      cluster_ids, device_entry, device_ids, get_device, get_link, link_entry,
                                       link_ids, load_cluster)
-from parplan.spec import load_yaml_file
-from parplan.catalogs import entries
+from parplan.spec import load_yaml_file, validate
 from parplan.models.framework import framework_ids, get_framework
-from parplan.workloads.loader import catalog_workload, workload_ids
+from parplan.workloads.loader import CatalogWorkload, catalog_workload, catalog_workload_at, workload_ids
+
+
+class Kind(str, Enum):
+    device = "device"
+    link = "link"
+    cluster = "cluster"
+    workload = "workload"
 
 
 class Section(str, Enum):
@@ -29,29 +43,26 @@ def _list(section: Section) -> str:
     with con.capture() as cap:
         if section == Section.hardware:
             t = Table(title="hardware (dense peaks)")
-            for c in ("id", "name", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s"):
-                t.add_column(c)
+            rows = _Rows(t, section, ("id", "name", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s"))
             for i in device_ids():
                 d = get_device(i)
                 pk = d.peak_flops_per_s
-                t.add_row(i, d.name, gib(d.memory_bytes), f"{d.memory_bandwidth_bytes_per_s / 1e12:.2f}",
-                          f"{pk['bf16'] / 1e12:.1f}" if "bf16" in pk else "—",
-                          f"{pk['fp8'] / 1e12:.1f}" if "fp8" in pk else "—")
+                rows.add(i, d.name, gib(d.memory_bytes), f"{d.memory_bandwidth_bytes_per_s / 1e12:.2f}",
+                         f"{pk['bf16'] / 1e12:.1f}" if "bf16" in pk else "—",
+                         f"{pk['fp8'] / 1e12:.1f}" if "fp8" in pk else "—")
         elif section == Section.links:
             t = Table(title="links (bandwidth per device, per direction)")
-            for c in ("id", "name", "kind", "GB/s", "latency µs"):
-                t.add_column(c)
+            rows = _Rows(t, section, ("id", "name", "kind", "GB/s", "latency µs"))
             for i in link_ids():
                 ln = get_link(i)
-                t.add_row(i, ln.name, ln.kind, f"{ln.bandwidth_bytes_per_s / 1e9:.1f}", f"{ln.latency_s * 1e6:.1f}")
+                rows.add(i, ln.name, ln.kind, f"{ln.bandwidth_bytes_per_s / 1e9:.1f}", f"{ln.latency_s * 1e6:.1f}")
         elif section == Section.workloads:
             t = Table(title="workloads (MoE: active = parameters used per token, embedding table included)")
-            for c in ("id", "name", "family", "params (B)", "active (B)", "layers", "hidden", "heads/kv", "ffn",
-                      "experts", "vocab"):
-                t.add_column(c)
+            rows = _Rows(t, section, ("id", "name", "family", "params (B)", "active (B)", "layers", "hidden",
+                                      "heads/kv", "ffn", "experts", "vocab"))
             for i in workload_ids():
                 s, _, _ = catalog_workload(i)
-                t.add_row(i, s.name, s.family, f"{s.total_params / 1e9:.2f}", *_moe_cells(s))
+                rows.add(i, s.name, s.family, f"{s.total_params / 1e9:.2f}", *_moe_cells(s))
         elif section == Section.frameworks:
             t = Table(title="frameworks (what each can launch, and how it overlaps communication)")
             for c in ("id", "name", "zero", "tp / sp", "pp / vpp", "cp", "ep", "hsdp", "TP overlap", "fp8 recipes",
@@ -66,15 +77,33 @@ def _list(section: Section) -> str:
                           f.attention_kernel)
         else:
             t = Table(title="clusters")
-            for c in ("id", "devices", "groups"):
-                t.add_column(c)
+            rows = _Rows(t, section, ("id", "devices", "groups"))
             for i in cluster_ids():
                 cl = load_cluster(i)
-                t.add_row(i, str(cl.n_devices), "; ".join(
+                rows.add(i, str(cl.n_devices), "; ".join(
                     f"{g.nodes}×{g.devices_per_node} {g.device.id} ({g.intra_node.id} / {g.inter_node.id})"
                     for g in cl.groups))
         con.print(t)
     return cap.get()
+
+
+_SECTION_PARTS = {"hardware": ("hardware", "devices"), "links": ("hardware", "links"), "workloads": ("workloads",),
+                  "clusters": ("clusters",), "frameworks": ("frameworks",)}
+
+
+class _Rows:
+    """Rows of a ``catalog list`` table, with a last column "from" (shipped | user) when the section holds user
+    catalog entries (the shipped-only listing is unchanged)."""
+
+    def __init__(self, t: Table, section: Section, columns: tuple[str, ...]) -> None:
+        self.t, self.files = t, entries(*_SECTION_PARTS[section.value])
+        self.marked = any(is_user(p) for p in self.files.values())
+        for c in columns + (("from",) if self.marked else ()):
+            t.add_column(c)
+
+    def add(self, ident: str, *cells: str) -> None:
+        origin = ("user" if is_user(self.files[ident]) else "shipped",) if self.marked else ()
+        self.t.add_row(ident, *cells, *origin)
 
 
 def _moe_cells(s) -> tuple[str, ...]:
@@ -121,13 +150,83 @@ def _show(ident: str) -> str:
                 load_cluster(ident)
             load_yaml_file(path)
             summary = _workload_summary(ident) if section == "workloads" else ""
-            return f"# {section}/{ident}.yaml\n" + summary + path.read_text(encoding="utf-8")
+            where = f"user catalog: {path}" if is_user(path) else f"{section}/{ident}.yaml"
+            return f"# {where}\n" + summary + path.read_text(encoding="utf-8")
     every = device_ids() + link_ids() + workload_ids() + cluster_ids() + framework_ids()
     raise SpecError(f"unknown catalog id {ident!r}", hint=did_you_mean(ident, every) or "see `parplan catalog list`")
 
 
+# a catalog id is also a file name in the user's folder: no path separators, no leading dot (shipped ids all match)
+_FILE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
+
+
+def _entry_id(kind: str, path: Path, data) -> str:
+    """The id of the catalog entry in ``path``, after validating it exactly as the catalog loader does."""
+    file = str(path)
+    if kind == "device":
+        ident = validate(DeviceEntry, data, file=file).id
+        check_entry_file("device", path, ident)
+    elif kind == "link":
+        ident = validate(LinkEntry, data, file=file).id
+        check_entry_file("link", path, ident)
+    elif kind == "workload":
+        ident = validate(CatalogWorkload, data, file=file).id
+        catalog_workload_at(path, ident)
+    else:
+        ident = validate(ClusterFile, data, file=file).name
+        if not data.get("source"):
+            raise SpecError("required key is missing: a user catalog cluster cites its source", file=file,
+                            key="source", hint='add source: "where the figures come from"')
+        known = device_ids()
+        for i, g in enumerate(data["groups"]):
+            if isinstance(g.get("device"), str) and g["device"] not in known:
+                raise SpecError(f"unknown device id {g['device']!r}: a catalog cluster names its devices by catalog "
+                                "id or inline", file=file, key=f"groups[{i}].device",
+                                hint="add the device first (parplan catalog add DEVICE.yaml)")
+        cluster_from_dict(data, file=file)
+    if not _FILE_ID.match(ident):
+        raise SpecError(f"bad id {ident!r} for a catalog file name: letters, digits and . _ + - only", file=file,
+                        key="name" if kind == "cluster" else "id")
+    return ident
+
+
+def add_entry(file: Path, kind: Optional[str], force: bool) -> str:
+    """Validate ``file`` as a catalog entry, copy it into the user catalog as ``<id>.yaml``; what was written."""
+    if not file.is_file():
+        raise SpecError(f"no such file {str(file)!r}")
+    data = load_yaml_file(file)
+    kind = kind or kind_of(data)
+    if kind is None:
+        raise SpecError("cannot tell which kind of catalog entry this is", file=str(file),
+                        hint="give --kind device|link|cluster|workload")
+    if os.environ.get(ENV_VAR) is not None and not user_dirs():
+        raise SpecError(f"{ENV_VAR} is set but empty: no user catalog folder to write to",
+                        hint=f"unset it (default {default_user_dir()}) or name a folder")
+    ident = _entry_id(kind, file, data)
+    parts = SECTIONS[kind]
+    dest = user_write_dir().joinpath(*parts) / f"{ident}.yaml"
+    existing = entries(*parts).get(ident)
+    if existing is not None:
+        if not is_user(existing):
+            raise SpecError(f"id {ident!r} is a shipped catalog entry ({existing}): user entries may not replace it",
+                            file=str(file), hint="choose another id")
+        if existing.resolve() != dest.resolve():
+            raise SpecError(f"id {ident!r} is already a user catalog entry in {existing}", file=str(file),
+                            hint="remove that file first, or choose another id")
+        if not force:
+            raise SpecError(f"id {ident!r} is already in the user catalog ({existing})", file=str(file),
+                            hint="add --force to replace it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{ident}.yaml.tmp")
+    shutil.copyfile(file, tmp)
+    os.replace(tmp, dest)
+    verb = "replaced" if existing is not None else "added"
+    return f"{verb} {kind} {ident!r}: wrote {dest}"
+
+
 def register(app: typer.Typer) -> None:
-    cat = typer.Typer(help="List and show the bundled catalogs.", no_args_is_help=True)
+    cat = typer.Typer(help="List, show and add catalog entries (bundled and user: PARPLAN_CATALOG_PATH).",
+                      no_args_is_help=True)
     app.add_typer(cat, name="catalog")
 
     @cat.command("list")
@@ -144,3 +243,13 @@ def register(app: typer.Typer) -> None:
                  debug: bool = typer.Option(False, "--debug")) -> None:
         """Print one catalog entry (with its sources)."""
         emit(_show(ident), None)
+
+    @cat.command("add")
+    @handle_errors
+    def add_cmd(file: Path = typer.Argument(..., help="a device, link, cluster or workload catalog YAML"),
+                kind: Optional[Kind] = typer.Option(None, "--kind", help="device | link | cluster | workload "
+                                                    "(default: told by the file's keys)"),
+                force: bool = typer.Option(False, "--force", help="replace a user entry of the same id"),
+                debug: bool = typer.Option(False, "--debug")) -> None:
+        """Validate FILE as a catalog entry and copy it into the user catalog (see PARPLAN_CATALOG_PATH)."""
+        emit(add_entry(file, kind.value if kind else None, force), None)

@@ -3,6 +3,8 @@
 Contract v2 additions, all optional (a v1 file means the same): a group's ``device`` may be a catalog id, an
 inline device mapping (the schema of a device YAML; ``id``, ``name`` and ``source`` optional) or a path to a
 device YAML (relative to the cluster file's folder); group keys ``scale_up_domain`` and ``topology``.
+Catalog ids are looked up in the shipped catalog and the user's (``parplan.catalogs.entries``: PARPLAN_CATALOG_PATH);
+``load_cluster`` also takes the ``DEVICE:NODESxDPN[@INTRA,INTER]`` shorthand (``parplan.hardware.shorthand``).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from parplan.catalogs import entries
+from parplan.catalogs import entries, is_user
 from parplan.errors import SpecError, did_you_mean, short
 from parplan.hardware.types import (DTYPES, MAX_COMPUTE_UNITS, MAX_DEVICES, MAX_DEVICES_PER_NODE, MAX_GROUPS,
                                     MAX_LINK_LATENCY_S, MAX_NICS_PER_NODE, MAX_NODES, Cluster, Device, Link,
@@ -154,38 +156,55 @@ def _device_from_entry(e: DeviceEntry, *, file: str | None, prefix: str = "", de
     )
 
 
-@lru_cache(maxsize=None)
+def _stamp(path: Path) -> tuple[int, int]:
+    """(mtime, size) of a catalog file: the caches below are keyed on it, so an edited or replaced user file is
+    read again (``parplan catalog add --force`` in the same process, a test's tmp folder)."""
+    st = path.stat()
+    return st.st_mtime_ns, st.st_size
+
+
 def get_device(ident: str) -> Device:
-    """A device of the hardware catalog by id."""
+    """A device of the hardware catalog (shipped or user) by id."""
     files = entries("hardware", "devices")
     if ident not in files:
         raise _unknown("hardware", ident, list(files))
-    path = files[ident]
+    return _device_at(str(files[ident]), ident, _stamp(files[ident]))
+
+
+@lru_cache(maxsize=512)
+def _device_at(path: str, ident: str, stamp: tuple[int, int]) -> Device:
     data = load_yaml_file(path)
-    e = validate(DeviceEntry, data, file=str(path))
+    e = validate(DeviceEntry, data, file=path)
     if e.id != ident:
-        raise SpecError(f"id {e.id!r} does not match the file name", file=str(path), key="id")
+        raise SpecError(f"id {e.id!r} does not match the file name", file=path, key="id")
     try:
-        return _device_from_entry(e, file=str(path))
+        return _device_from_entry(e, file=path)
     except SpecError as err:
-        raise locate(err, data, str(path)) from None
+        raise locate(err, data, path) from None
 
 
-@lru_cache(maxsize=None)
 def get_link(ident: str) -> Link:
-    """A link of the hardware catalog by id (bandwidth per device, per direction)."""
+    """A link of the hardware catalog (shipped or user) by id (bandwidth per device, per direction)."""
     files = entries("hardware", "links")
     if ident not in files:
         raise _unknown("links", ident, list(files))
-    path = files[ident]
-    e = validate(LinkEntry, load_yaml_file(path), file=str(path))
+    return _link_at(str(files[ident]), ident, _stamp(files[ident]))
+
+
+@lru_cache(maxsize=512)
+def _link_at(path: str, ident: str, stamp: tuple[int, int]) -> Link:
+    data = load_yaml_file(path)
+    e = validate(LinkEntry, data, file=path)
     if e.id != ident:
-        raise SpecError(f"id {e.id!r} does not match the file name", file=str(path), key="id")
-    return Link(id=e.id, name=e.name, kind=e.kind,
-                bandwidth_bytes_per_s=parse_quantity(e.bandwidth, "bytes_per_s", key="bandwidth", file=str(path)),
-                latency_s=parse_quantity(e.latency, "seconds", key="latency", file=str(path),
-                                         maximum=MAX_LINK_LATENCY_S), source=e.source,
-                nvls=e.nvls)
+        raise SpecError(f"id {e.id!r} does not match the file name", file=path, key="id")
+    try:
+        return Link(id=e.id, name=e.name, kind=e.kind,
+                    bandwidth_bytes_per_s=parse_quantity(e.bandwidth, "bytes_per_s", key="bandwidth", file=path),
+                    latency_s=parse_quantity(e.latency, "seconds", key="latency", file=path,
+                                             maximum=MAX_LINK_LATENCY_S), source=e.source,
+                    nvls=e.nvls)
+    except SpecError as err:
+        raise locate(err, data, path) from None
 
 
 def link_entry(ident: str) -> LinkEntry:
@@ -196,6 +215,16 @@ def link_entry(ident: str) -> LinkEntry:
 def device_entry(ident: str) -> DeviceEntry:
     files = entries("hardware", "devices")
     return validate(DeviceEntry, load_yaml_file(files[ident]), file=str(files[ident]))
+
+
+def check_entry_file(kind: str, path: Path, ident: str) -> None:
+    """Validate a device or link catalog file as if it were catalog entry ``ident`` (``parplan catalog add``)."""
+    if kind == "device":
+        _device_at(str(path), ident, _stamp(path))
+    elif kind == "link":
+        _link_at(str(path), ident, _stamp(path))
+    else:
+        raise ValueError(kind)
 
 
 def _resolve_link(spec: Union[str, InlineLink], key: str, file: str | None) -> Link:
@@ -296,7 +325,8 @@ def _cluster_from_dict(data: Any, file: str | None) -> Cluster:
 
 
 def load_cluster(ref: "str | Path | dict | Cluster") -> Cluster:
-    """A cluster from a YAML file path, a cluster catalog id, or an already parsed mapping."""
+    """A cluster from a YAML file path, a cluster catalog id (shipped or user), the ``DEVICE:NODESxDPN[@INTRA,INTER]``
+    shorthand (``hardware/shorthand.py``), or an already parsed mapping."""
     if isinstance(ref, Cluster):
         return ref
     if isinstance(ref, dict):
@@ -307,9 +337,30 @@ def load_cluster(ref: "str | Path | dict | Cluster") -> Cluster:
         return cluster_from_dict(load_yaml_file(path), file=ref_s)
     files = entries("clusters")
     if ref_s in files:
-        return cluster_from_dict(load_yaml_file(files[ref_s]), file=str(files[ref_s]))
+        return catalog_cluster(files[ref_s])
+    from parplan.hardware.shorthand import looks_like_shorthand, shorthand_cluster
+
+    if looks_like_shorthand(ref_s):
+        try:
+            return cluster_from_dict(shorthand_cluster(ref_s), file=None)
+        except SpecError as err:
+            if err.file is not None or not (err.key or "").startswith("groups[0]"):
+                raise
+            what = err.key.split(".", 1)[-1].replace("_node", "-node link").replace("_", " ")
+            raise SpecError(f"bad --hw shorthand {short(ref_s)}: {what}: {err.message}", allowed=err.allowed,
+                            hint=err.hint) from None
     raise SpecError(f"no cluster file or catalog id {short(ref_s)}",
-                    hint=did_you_mean(ref_s, list(files)) or "give a cluster YAML file or see `parplan catalog list clusters`")
+                    hint=did_you_mean(ref_s, list(files)) or "give a cluster YAML file, DEVICE:NODESxDPN "
+                    "(e.g. h100-sxm-80gb:32x8) or see `parplan catalog list clusters`")
+
+
+def catalog_cluster(path: Path) -> Cluster:
+    """A cluster catalog entry; a user's entry must cite its ``source`` (the shipped ones are reviewed here)."""
+    data = load_yaml_file(path)
+    if is_user(path) and isinstance(data, Mapping) and not data.get("source"):
+        raise SpecError("required key is missing: a user catalog cluster cites its source", file=str(path),
+                        key="source", hint="add source: \"where the figures come from\"")
+    return cluster_from_dict(data, file=str(path))
 
 
 def _exists(p: Path) -> bool:

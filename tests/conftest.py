@@ -1,6 +1,7 @@
 """Shared fixtures: small, fast workloads and clusters built from the catalogs."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -8,6 +9,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # published_runs (golden tests against published measurements)
+# the repo root last, for helpers imported as `tests.…`: runs against an installed wheel (.ci/run, python -P) keep
+# the checkout off the front of sys.path, so `parplan` still resolves to the installed package
+sys.path.append(str(ROOT))
+# no user catalog (an empty PARPLAN_CATALOG_PATH means none): a developer's own ~/.config/parplan/catalog must not
+# change what the tests see, collection-time parametrizations over catalog ids included
+os.environ["PARPLAN_CATALOG_PATH"] = ""
 
 
 @pytest.fixture(scope="session")

@@ -80,7 +80,12 @@ def catalog_workload(ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
     if ident not in files:
         raise SpecError(f"unknown workload id {short(ident)}",
                         hint=did_you_mean(ident, list(files)) or "see `parplan catalog list workloads`")
-    path = str(files[ident])
+    return catalog_workload_at(files[ident], ident)
+
+
+def catalog_workload_at(file: Path, ident: str) -> tuple[TransformerSpec, TrainingEntry, str]:
+    """The workload catalog entry in ``file``, validated as entry ``ident`` (shipped, user, or `catalog add`)."""
+    path = str(file)
     raw = load_yaml_file(path)
     e = validate(CatalogWorkload, raw, file=path)
     if e.id != ident:
