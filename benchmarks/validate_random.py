@@ -24,7 +24,7 @@ from validate_matrix import short_plan  # noqa: E402
 
 from parplan.executor.agreement import compare_plan  # noqa: E402
 from parplan.hardware.catalog import load_cluster  # noqa: E402
-from parplan.planner.search import run_search  # noqa: E402
+from parplan.planner.search import SearchOptions, run_search  # noqa: E402
 from parplan.workloads.loader import load_workload  # noqa: E402
 
 CASES = (
@@ -40,7 +40,9 @@ CASES = (
 def draw(case, per_case: int, rng: np.random.Generator):
     wid, cid, seq, gbs = case
     w, c = load_workload(wid, seq_len=seq, global_batch=gbs), load_cluster(cid)
-    ev = run_search(w, c)
+    # the sample is drawn from the plans the model says fit, without the planner's ranking headroom (a default
+    # that may change): the seeded sample is then the same plans whatever that default is
+    ev = run_search(w, c, SearchOptions(memory_headroom=0.0))
     idx = np.flatnonzero(ev.fits)
     pick = rng.choice(idx, size=min(per_case, idx.size), replace=False) if idx.size else idx
     return w, c, [ev.space.plans.plan(int(i)) for i in np.sort(pick)]

@@ -34,6 +34,7 @@ class LayerMix:
     counter: object = None
     edp: object = 1.0  # ranks of the expert-data-parallel group (expert gradients are reduced over it)
     edp_per_node: object = 1.0  # of them in one scale-up domain
+    ep_ranks: object = 1.0  # ranks of one expert-parallel all-to-all group (ep × etp, consecutive ranks)
     layer_counts: tuple = ()  # layers of each kind in the whole model (default: every layer is kinds[0])
     interval_family: str | None = None  # a family with its own 80 % band (catalogs/calibration/intervals.yaml)
     pair_on: object = False  # where the framework co-schedules forward/backward pairs (combined 1F1B overlap)

@@ -94,6 +94,7 @@ def evaluate(model, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.nda
     mix = LayerMix(kinds=[moe_kind, dense_kind],
                    counter=lambda n_first, n_last: _counter(model, float(model.layers), n_first, n_last, mtp, c.pp),
                    edp=ms.edp, edp_per_node=np.maximum(np.floor(hw.devices_per_node / (ms.etp * ms.ep)), 1.0),
+                   ep_ranks=ms.ep * ms.etp,
                    layer_counts=(float(model.n_moe_layers) + mtp, float(model.n_dense_layers)),
                    memory_extra=_memory_extra(model, job, c, ms, ops["buffer_bytes"], expert_dev),
                    output_heads=1.0 + mtp, interval_family="moe-transformer", pair_on=ops["pair_on"])

@@ -16,6 +16,7 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
+from parplan.models.zero2_terms import Zero2Stage, zero2_terms
 
 # Bytes moved per parameter by one Adam step (memory-bound): read master, m, v, fp32 grad (16 B), write master,
 # m, v (12 B) and the 16-bit weight copy (2 B), plus one read of the grads for the global-norm clip (4 B).
@@ -173,6 +174,17 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     win_f_b, win_l_b = og * wb_f, og * (wb_l + np.maximum(pp - 1, 0) * wb_m / v)
     x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
     dp0 = np.maximum(x0(ar_f, win_f_b), x0(ar_l, win_l_b))
+    # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
+    # generalized to unequal stages: m·max + (Σ − max)/v
+    slot_first = f_first + b_first + p2p_stage
+    slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage)
+    slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
+    sum_slots = np.where(single, slot_first,
+                         slot_first + slot_last + over(c_midt, lambda k: k.terms.fwd + k.terms.bwd + k.rc)
+                         + np.maximum(pp - 2, 0) * p2p_stage)
+    t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
+    t_pipe = m * t_max + (sum_slots - t_max) / v
+    bubble = t_pipe - m * t_max
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order: chunk c (of v) must arrive
     # before its first forward, which the interleaved warm-up reaches after c·min(p, m) forwards of earlier chunks
     warm = np.minimum(pp, m)
@@ -194,9 +206,29 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
     # (per micro-batch: the layers' share hides in the backward, the whole by the end of the forward that follows)
     tail_f, tail_l = (rs_f - rs_fx) * (1 - lay_f), (rs_l - rs_lx) * (1 - lay_l)
-    e2_f = np.maximum(x0(rs_f - tail_f, og * wb_f), x0(rs_f, og * (wb_f + f_first)))
-    e2_l = np.maximum(x0(rs_l - tail_l, og * wb_l), x0(rs_l, og * (wb_l + f_last)))
-    dp2 = m * np.maximum(e2_f, e2_l) + np.maximum(tail_f, tail_l) * np.where(og > 0, 1.0, 0.0) + gath + rep
+    # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain.  (MoE) where
+    # the all-to-all and the DP collectives leave by the same port (``port_c`` below), a stage's reduce-scatters
+    # run beside its all-to-all volume, at up to half their rate: dispatch + 3 combines' worth (``nic_a2a``) per
+    # micro-batch, half of it again where full recompute replays the forward's dispatch and combine
+    share = np.zeros_like(dp, dtype=bool)
+    rs2 = [rs_f, rs_l, rs_m]
+    if not one_kind:
+        dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)
+        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
+        share = (((dp_span <= dpn) == (ep_span <= dpn)) & (P.dp * P.cp > 1) & (ep_span > 1)
+                 & ~np.asarray(mix.pair_on, dtype=bool))
+        replay = np.where(rc == 2, 1.5, 1.0)
+        rs2 = [r_ + np.minimum(r_, np.where(share, over(cs, lambda k: k.terms.nic_a2a), 0.0) * replay)
+               for r_, cs in zip(rs2, (c_first, c_last, c_mid))]
+    wf_m = f_mid if one_kind else f_mid - over(c_mid, lambda k: k.terms.ep_fwd_pair)
+    grow2, steady2, chain2 = zero2_terms(
+        Zero2Stage(slot_first, rs_f, rs2[0] - tail_f, wb_f, wf_f, ag_f, n_first),
+        Zero2Stage(slot_last, rs_l, rs2[1] - tail_l, wb_l, wf_l, ag_l, n_last),
+        Zero2Stage(slot_mid, rs_m, rs2[2], wb_m, wf_m, ag_m, n_mid_max),
+        og=og, v=v, m=m, pp=pp, warm=warm, sum_slots=sum_slots, t_pipe=t_pipe, n_mid_total=n_mid_total,
+        n_mid_max=n_mid_max)
+    dp2 = grow2 + np.maximum(tail_f, tail_l) * np.where(og > 0, 1.0, 0.0) + gath + rep
+    chain2 = chain2 + rep
     # zero 3 with a pipeline: the per-micro-batch exposure lengthens every slot; in the drain the backward gathers
     # and reduce-scatters sit on the critical path once more on every other stage, each with its own collectives
     # and its own backward to hide them (Σ over the stages but the worst, /v): the drain term grows no faster than
@@ -222,20 +254,6 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
                           m * np.maximum(rs_f, rs_l) + np.maximum(ag_f, ag_l) + rep],
                          m * np.maximum(ag_f + ag_bf + rs_f, ag_l + ag_bl + rs_l) + rep)
     dp_total = np.where(P.dp * P.cp > 1, dp_total, 0.0)
-    intf = K[0].terms.intf
-    dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
-
-    # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
-    # generalized to unequal stages: m·max + (Σ − max)/v
-    slot_first = f_first + b_first + p2p_stage
-    slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage)
-    slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
-    sum_slots = np.where(single, slot_first,
-                         slot_first + slot_last + over(c_midt, lambda k: k.terms.fwd + k.terms.bwd + k.rc)
-                         + np.maximum(pp - 2, 0) * p2p_stage)
-    t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
-    t_pipe = m * t_max + (sum_slots - t_max) / v
-    bubble = t_pipe - m * t_max
 
     # optimizer step: memory-bound over the parameters this device updates (sharded by ZeRO ≥ 1)
     shard_div = np.where(zero >= 1, S, 1.0)
@@ -260,9 +278,34 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
 
         w_nic = np.maximum(np.maximum(nic_mb(c_first, rs_f, ag_f, ag_bf), nic_mb(c_last, rs_l, ag_l, ag_bl)),
                            np.where(pp > 2, nic_mb(c_mid, rs_m, ag_m, ag_bm), 0.0))
-        steady_dp = np.select([zero == 2, zero == 3], [(dp2 - gath - rep) / m, steady3], 0.0)
-        port_c = np.where(P.dp * P.cp > 1, m * np.maximum(w_nic - t_max - steady_dp, 0.0),
-                          m * np.maximum(w_nic - t_max, 0.0))
+        steady_dp = np.select([zero == 2, zero == 3], [steady2, steady3], 0.0)
+        # ZeRO-1/2: the next step's parameter all-gather is on the same NIC (its exposure joins the compute side)
+        z12 = (zero == 1) | (zero == 2)
+        steady_dp = steady_dp + np.where(z12, gath / m, 0.0)
+        w_nic = w_nic + np.where(z12 & dp_nic, np.maximum(ag_f, ag_l) / m, 0.0)
+        # one port, two flows: where the EP group and the data-parallel group leave the device by the same port
+        # (both inside one scale-up domain: NVLink; both across it: the NIC), the exposed all-to-all shares it
+        # with the per-micro-batch DP collectives queued behind the compute; two flows share a port equally, so
+        # the exposed all-to-all takes up to its own time again (min(exposed all-to-all, DP work on the port) per
+        # micro-batch and stage).  Not where the pair overlap runs the all-to-all under another micro-batch's
+        # compute: there the exposed part is the pair's excess, which a faster compute enlarges, and the pair
+        # prices it
+
+        def share_mb(cs, slot, rs, ag, ag_b):
+            dp_w = np.select([zero == 2, zero == 3], [rs, ag + ag_b + rs], 0.0)
+            # (full recompute replays the forward, its exposed all-to-all included)
+            a2a_x = over(cs, lambda k: k.terms.ep_fwd * np.where(rc == 2, 2.0, 1.0) + k.terms.ep_bwd)
+            return slot + np.where(share, np.minimum(a2a_x, dp_w), 0.0)
+
+        t_share = np.maximum(np.maximum(share_mb(c_first, slot_first, rs_f, ag_f, ag_bf),
+                                      share_mb(c_last, slot_last, rs_l, ag_l, ag_bl)),
+                           np.where(pp > 2, share_mb(c_mid, slot_mid, rs_m, ag_m, ag_bm), 0.0))
+        steady_dp = np.where(P.dp * P.cp > 1, steady_dp, 0.0)
+        port_c = m * x0(np.maximum(w_nic, t_share + steady_dp), t_max + steady_dp)
+    # ZeRO-2 bound by its port: what the chain of all-gather and reduce-scatters needs beyond the step so far
+    dp_exposed = dp_exposed + np.where((zero == 2) & (P.dp * P.cp > 1), x0(chain2, t_pipe + dp_exposed + port_c), 0.0)
+    intf = K[0].terms.intf
+    dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
     step = t_pipe + dp_exposed + optimizer + dp_intf + port_c
 
     # --- time breakdown of the critical stage (sums to the step time) -----------------------------------------
