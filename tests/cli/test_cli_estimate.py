@@ -152,11 +152,14 @@ def test_catalog_list_and_show():
 
 def test_every_example_file_loads(root):
     from parplan.hardware import load_cluster
+    from parplan.hardware.catalog import check_entry_file
     from parplan.workloads import load_workload
 
     for f in sorted((root / "examples").glob("*.yaml")):
         text = f.read_text()
         if "groups:" in text:
             assert load_cluster(f).n_devices > 0
+        elif "peak_flops:" in text:  # a custom device (examples/h100-nvl.yaml), as `parplan catalog add` checks it
+            check_entry_file("device", f, f.stem)
         else:
             assert load_workload(f).model.total_params > 0
