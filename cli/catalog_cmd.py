@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from parplan.cli.common import emit, gib, handle_errors, out_console
 from parplan.errors import SpecError, did_you_mean
@@ -39,51 +38,67 @@ class Section(str, Enum):
 
 
 def _list(section: Section) -> str:
-    con = out_console(200 if section in (Section.frameworks, Section.workloads) else 160)
+    """One catalog section as a table that fits the terminal: ids and figures never dropped, free text (names,
+    groups, overlaps) wraps (``cli/tables.py``)."""
+    from parplan.cli.tables import Col, build, console
+
+    rows = _Rows(section)
+    if section == Section.hardware:
+        title = "hardware (dense peaks)"
+        cols = [Col("id", "left"), Col("name", "left", wrap=True), Col("memory GiB"), Col("HBM TB/s"),
+                Col("bf16 TFLOP/s"), Col("fp8 TFLOP/s")]
+        for i in device_ids():
+            d = get_device(i)
+            pk = d.peak_flops_per_s
+            rows.add(i, d.name, gib(d.memory_bytes), f"{d.memory_bandwidth_bytes_per_s / 1e12:.2f}",
+                     f"{pk['bf16'] / 1e12:.1f}" if "bf16" in pk else "—",
+                     f"{pk['fp8'] / 1e12:.1f}" if "fp8" in pk else "—")
+    elif section == Section.links:
+        title = "links (bandwidth per device, per direction)"
+        cols = [Col("id", "left"), Col("name", "left", wrap=True), Col("kind", "left"), Col("GB/s"),
+                Col("latency µs")]
+        for i in link_ids():
+            ln = get_link(i)
+            rows.add(i, ln.name, ln.kind, f"{ln.bandwidth_bytes_per_s / 1e9:.1f}", f"{ln.latency_s * 1e6:.1f}")
+    elif section == Section.workloads:
+        title = "workloads (MoE: active = parameters used per token, embedding table included)"
+        cols = [Col("id", "left"), Col("name", "left", wrap=True), Col("family", "left", keep=9),
+                Col("params (B)"), Col("active (B)", keep=2), Col("layers", keep=3), Col("hidden", keep=5),
+                Col("heads/kv", keep=6), Col("ffn", "left", keep=7), Col("experts", "left", keep=1),
+                Col("vocab", keep=8)]
+        for i in workload_ids():
+            s, _, _ = catalog_workload(i)
+            rows.add(i, s.name, s.family, f"{s.total_params / 1e9:.2f}", *_moe_cells(s))
+    elif section == Section.frameworks:
+        title = "frameworks (what each can launch, and how it overlaps communication)"
+        cols = [Col(c, "left", keep=k, wrap=c == "name")
+                for c, k in (("id", 0), ("name", 0), ("zero", 0), ("tp / sp", 1), ("pp / vpp", 1), ("cp", 1),
+                             ("ep", 1), ("hsdp", 2), ("TP overlap", 5), ("fp8 recipes", 4), ("grad reduce", 3),
+                             ("attention", 6))]
+        yn = {True: "yes", False: "no"}
+        for i in framework_ids():
+            f = get_framework(i)
+            tpo = f"{f.tp_comm_overlap} ({'|'.join(f.tp_comm_overlap_options)})"
+            rows.add(i, f.name, ",".join(map(str, f.zero)), f"{yn[f.tp]} / {f.sp}", f"{yn[f.pp]} / {yn[f.vpp]}",
+                     yn[f.cp], yn[f.ep], yn[f.hsdp], tpo, ",".join(f.fp8_recipes) or "—", f.grad_reduce_dtype,
+                     f.attention_kernel)
+    else:
+        title = "clusters"
+        cols = [Col("id", "left"), Col("devices"), Col("groups", "left", wrap=True)]
+        for i in cluster_ids():
+            cl = load_cluster(i)
+            rows.add(i, str(cl.n_devices), "; ".join(
+                f"{g.nodes}×{g.devices_per_node} {g.device.id} ({g.intra_node.id} / {g.inter_node.id})"
+                for g in cl.groups))
+    if rows.marked:
+        cols.append(Col("from", "left"))
+    con = console()
     with con.capture() as cap:
-        if section == Section.hardware:
-            t = Table(title="hardware (dense peaks)")
-            rows = _Rows(t, section, ("id", "name", "memory GiB", "HBM TB/s", "bf16 TFLOP/s", "fp8 TFLOP/s"))
-            for i in device_ids():
-                d = get_device(i)
-                pk = d.peak_flops_per_s
-                rows.add(i, d.name, gib(d.memory_bytes), f"{d.memory_bandwidth_bytes_per_s / 1e12:.2f}",
-                         f"{pk['bf16'] / 1e12:.1f}" if "bf16" in pk else "—",
-                         f"{pk['fp8'] / 1e12:.1f}" if "fp8" in pk else "—")
-        elif section == Section.links:
-            t = Table(title="links (bandwidth per device, per direction)")
-            rows = _Rows(t, section, ("id", "name", "kind", "GB/s", "latency µs"))
-            for i in link_ids():
-                ln = get_link(i)
-                rows.add(i, ln.name, ln.kind, f"{ln.bandwidth_bytes_per_s / 1e9:.1f}", f"{ln.latency_s * 1e6:.1f}")
-        elif section == Section.workloads:
-            t = Table(title="workloads (MoE: active = parameters used per token, embedding table included)")
-            rows = _Rows(t, section, ("id", "name", "family", "params (B)", "active (B)", "layers", "hidden",
-                                      "heads/kv", "ffn", "experts", "vocab"))
-            for i in workload_ids():
-                s, _, _ = catalog_workload(i)
-                rows.add(i, s.name, s.family, f"{s.total_params / 1e9:.2f}", *_moe_cells(s))
-        elif section == Section.frameworks:
-            t = Table(title="frameworks (what each can launch, and how it overlaps communication)")
-            for c in ("id", "name", "zero", "tp / sp", "pp / vpp", "cp", "ep", "hsdp", "TP overlap", "fp8 recipes",
-                      "grad reduce", "attention"):
-                t.add_column(c)
-            yn = {True: "yes", False: "no"}
-            for i in framework_ids():
-                f = get_framework(i)
-                tpo = f"{f.tp_comm_overlap} ({'|'.join(f.tp_comm_overlap_options)})"
-                t.add_row(i, f.name, ",".join(map(str, f.zero)), f"{yn[f.tp]} / {f.sp}", f"{yn[f.pp]} / {yn[f.vpp]}",
-                          yn[f.cp], yn[f.ep], yn[f.hsdp], tpo, ",".join(f.fp8_recipes) or "—", f.grad_reduce_dtype,
-                          f.attention_kernel)
-        else:
-            t = Table(title="clusters")
-            rows = _Rows(t, section, ("id", "devices", "groups"))
-            for i in cluster_ids():
-                cl = load_cluster(i)
-                rows.add(i, str(cl.n_devices), "; ".join(
-                    f"{g.nodes}×{g.devices_per_node} {g.device.id} ({g.intra_node.id} / {g.inter_node.id})"
-                    for g in cl.groups))
-        con.print(t)
+        table, dropped = build(con, cols, rows.rows, title=title)
+        con.print(table)
+        if dropped:
+            con.print(f"not shown (terminal too narrow): {', '.join(dropped)}; `parplan catalog show ID` has every "
+                      "field", style="dim", markup=False)
     return cap.get()
 
 
@@ -92,18 +107,19 @@ _SECTION_PARTS = {"hardware": ("hardware", "devices"), "links": ("hardware", "li
 
 
 class _Rows:
-    """Rows of a ``catalog list`` table, with a last column "from" (shipped | user) when the section holds user
-    catalog entries (the shipped-only listing is unchanged)."""
+    """Rows of a ``catalog list`` table, with a last cell "from" (shipped | user) when the section holds user
+    catalog entries (the shipped-only listing has no such column).  Cells are plain text (markup escaped)."""
 
-    def __init__(self, t: Table, section: Section, columns: tuple[str, ...]) -> None:
-        self.t, self.files = t, entries(*_SECTION_PARTS[section.value])
+    def __init__(self, section: Section) -> None:
+        self.files = entries(*_SECTION_PARTS[section.value])
         self.marked = any(is_user(p) for p in self.files.values())
-        for c in columns + (("from",) if self.marked else ()):
-            t.add_column(c)
+        self.rows: list[list[str]] = []
 
     def add(self, ident: str, *cells: str) -> None:
+        from rich.markup import escape
+
         origin = ("user" if is_user(self.files[ident]) else "shipped",) if self.marked else ()
-        self.t.add_row(ident, *cells, *origin)
+        self.rows.append([escape(str(c)) for c in (ident, *cells, *origin)])
 
 
 def _moe_cells(s) -> tuple[str, ...]:

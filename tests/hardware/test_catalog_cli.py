@@ -51,3 +51,16 @@ def test_full_app_lists_hardware():
     r = invoke(app, "catalog", "list", "hardware")
     assert r.exit_code == 0, r.output
     assert "gb300" in r.stdout and "tpu-v5p" in r.stdout
+
+
+@pytest.mark.parametrize("width", [80, 120])
+@pytest.mark.parametrize("section", ["hardware", "links", "workloads", "clusters", "frameworks"])
+def test_catalog_list_fits_the_terminal_and_keeps_every_id(section, width, monkeypatch):
+    """Issue 11: tables fit the terminal (COLUMNS); a narrow one drops columns, names them, never drops the id."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    r = invoke(catalog_app, "catalog", "list", section)
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.stdout.splitlines()) <= width
+    ids = {"hardware": device_ids, "links": link_ids, "clusters": cluster_ids}.get(section)
+    for ident in (ids() if ids else []):
+        assert ident in r.stdout
