@@ -107,9 +107,16 @@ def register(app: typer.Typer) -> None:
         max_plans: Optional[int] = typer.Option(None, "--max-plans", show_default=False,
                                                 help="a partial plan: " + MAX_PLANS_HELP),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        serve: Optional[Path] = typer.Option(None, "--serve", help="serve.yaml: estimate a serving --deployment"),
+        deployment: Optional[str] = typer.Option(None, "--deployment",
+                                                 help='--serve: e.g. "tp=8,batch=64,chunk=2048"'),
         debug: DebugOpt = False,
     ) -> None:
-        """Predict step time, throughput, MFU and memory of one parallel plan."""
+        """Predict step time, throughput, MFU and memory of one parallel plan (--serve: of a serving deployment)."""
+        if serve is not None:
+            from parplan.cli.serve_out import serve_estimate
+
+            return serve_estimate(model, hw, serve, deployment, fmt=fmt, output=output)
         from parplan.cli.progress import LazyProgress
         from parplan.planner.budget import check_max_plans
 

@@ -99,6 +99,7 @@ def _fmt_duration(s: float) -> str:
 
 
 MAX_PLANS_OPT = typer.Option(None, "--max-plans", help=MAX_PLANS_HELP, show_default=False)
+SERVE_OPT = typer.Option(None, "--serve", help="serve.yaml: plan inference serving against its SLOs (examples/)")
 
 
 def _door_suggest(top, memory_headroom, max_mbs, price_per_hour, target_tokens_per_s, max_nodes, time_limit,
@@ -178,10 +179,17 @@ def register(app: typer.Typer) -> None:
             help=f"multi-group clusters: work budget, the most shape × knob configurations planned (default "
                  f"{DEFAULT_MAX_CONFIGURATIONS:,}; each may take two rounds of ILP solves)"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar, no summary line"),
+        serve: Optional[Path] = SERVE_OPT,
         debug: DebugOpt = False,
     ) -> None:
         """Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced
-        heterogeneous plans beside the uniform and fastest-group baselines)."""
+        heterogeneous plans beside the uniform and fastest-group baselines; --serve: serving deployments)."""
+        if serve is not None:
+            from parplan.cli.serve_out import serve_suggest
+
+            _door_suggest(top, None, 1, price_per_hour, None, None, 10.0, None, None)
+            return serve_suggest(model, hw, serve, top=top, fmt=fmt, output=output, price_per_hour=price_per_hour,
+                                 quiet=quiet)
         from parplan.api import _search_options
         from parplan.hardware.catalog import load_cluster
         from parplan.planner.export import to_csv
@@ -333,9 +341,15 @@ def register(app: typer.Typer) -> None:
         output: OutputOpt = None,
         max_plans: Optional[int] = MAX_PLANS_OPT,
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        serve: Optional[Path] = SERVE_OPT,
+        deployment: Optional[str] = typer.Option(None, "--deployment", help="--serve: check this deployment"),
         debug: DebugOpt = False,
     ) -> None:
         """Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input."""
+        if serve is not None:
+            from parplan.cli.serve_out import serve_check
+
+            return serve_check(model, hw, serve, deployment, fmt=fmt, output=output)
         import pandas as pd
 
         from parplan.api import check

@@ -2,7 +2,8 @@
 
 Public API (imported lazily so that ``parplan.hardware`` and ``parplan.workloads`` stay light):
 ``estimate``, ``suggest``, ``check``, ``simulate``, ``plan_hetero``, ``sweep``, ``load_workload``, ``load_cluster``,
-``parse_plan``, ``SpecError``; ``parplan.launch.export_plan`` (launch configs) and ``parplan.plots`` (figures).
+``parse_plan``, ``SpecError``; serving: ``estimate_serving``, ``suggest_serving``, ``check_serving``,
+``load_serving``, ``parse_deployment``; ``parplan.launch.export_plan`` (launch configs) and ``parplan.plots`` (figures).
 """
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ _LAZY = {
     "simulate": "parplan.api",
     "plan_hetero": "parplan.planner.hetero",
     "sweep": "parplan.planner.sweep",
+    "estimate_serving": "parplan.serving",
+    "suggest_serving": "parplan.serving",
+    "check_serving": "parplan.serving",
+    "load_serving": "parplan.workloads.serving",
+    "parse_deployment": "parplan.models.serving_plan",
 }
 
 __all__ = ["ParplanError", "SpecError", "__version__", *_LAZY]

@@ -159,6 +159,10 @@ def test_every_example_file_loads(root):
         text = f.read_text()
         if "groups:" in text:
             assert load_cluster(f).n_devices > 0
+        elif f.name.startswith("serve-"):  # a serving job (examples/serve-chat.yaml): request mix and SLOs
+            from parplan.workloads.serving import load_serving
+
+            assert load_serving(f).isl.mean > 0
         elif "peak_flops:" in text:  # a custom device (examples/h100-nvl.yaml), as `parplan catalog add` checks it
             check_entry_file("device", f, f.stem)
         else:

@@ -1,0 +1,326 @@
+"""Named time parts of one engine iteration of one serving replica (vectorized over candidate pools and batches):
+the linear layers (GEMMs on the kernel layer's shape efficiency, or the weight read when that is longer), routed
+experts (grouped GEMMs; only the experts a token reaches are read), the attention core over the prompt (prefill,
+compute-bound) and over the cache (decode, KV-read-bound), token-wise memory-bound kernels, the LM head, TP
+all-reduces on the measured collective curves (their latency regime at small messages), EP dispatch/combine
+all-to-all, PP hand-offs and the engine's host overhead.  Every part in seconds; ``total`` is their sum.
+
+A replica of pp stages runs pp micro-batches in flight (vLLM virtual engines): one iteration — every sequence of
+the batch advancing one token — is the whole model's layers at batch/pp plus the (pp−1) hand-offs (derived).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from parplan.models.hardware_context import HardwareContext, hardware_context
+from parplan.models.primitives.calibration import load_calibration
+from parplan.models.primitives.collectives import allreduce_s, alltoall_s, hierarchical_alltoall_s
+from parplan.models.primitives.kernels import attention_efficiency, gemm_efficiency, grouped_gemm_efficiency
+from parplan.models.primitives.moe_routing import imbalance_factor
+from parplan.models.serving_memory import VALUE_BYTES, WEIGHT_BYTES, kv_bytes_per_token_layer, kv_layer_equivalents
+
+PARTS = ("gemm_s", "expert_gemm_s", "attention_prefill_s", "attention_decode_s", "memory_bound_s", "lm_head_s",
+         "tp_comm_s", "ep_comm_s", "pp_p2p_s", "af_expert_exposed_s", "af_comm_exposed_s", "host_s")
+
+
+class _Engine(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    host_base_s: float = Field(ge=0)
+    host_per_seq_s: float = Field(ge=0)
+    overlap: bool
+    gpu_memory_utilization: float = Field(gt=0, le=1)
+    block_tokens: int = Field(ge=1)
+    source: str
+
+
+class _Band(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    low: float = Field(gt=0, le=1)
+    high: float = Field(ge=1)
+    rows: int = Field(ge=0)
+    source: str
+
+
+class _ServingFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    engines: dict[str, _Engine]
+    reserved_bytes: float = Field(ge=0)
+    reserved_source: str
+    interval: _Band
+
+
+@lru_cache(maxsize=1)
+def serving_file() -> _ServingFile:
+    return load_calibration("serving.yaml", _ServingFile)
+
+
+def math_precision(serving) -> str:
+    """GEMM dtype: fp8 tensor cores when activations are fp8 (W8A8 / fp8 weights), else 16-bit with weight-only
+    quantized weights dequantized in the kernel (Marlin/AWQ: weight bytes shrink, math stays bf16)."""
+    return "fp8" if serving.activations == "fp8" else "bf16"
+
+
+@dataclass(frozen=True)
+class ServingContext:
+    """What every term needs of the model, the device group and the serving spec (scalars)."""
+
+    model: object
+    hw: HardwareContext
+    engine: _Engine
+    wb: float  # bytes per linear-layer weight
+    ab: float  # bytes per activation value
+    kvb_prec: str
+    peak: float
+    peak16: float
+    bw: float  # sustained HBM bandwidth (streaming fraction)
+    t_k: float
+    isl: float
+    is_moe: bool
+
+    @property
+    def layers(self) -> float:
+        return float(self.model.layers)
+
+
+def serving_context(workload, cluster, serving) -> ServingContext:
+    from parplan.models.efficiency import efficiency_for
+
+    group = cluster.group
+    prec = math_precision(serving)
+    hw = hardware_context(group, prec, efficiency_for(group.device))
+    eng = serving_file().engines[serving.engine]
+    return ServingContext(model=workload.model, hw=hw, engine=eng, wb=WEIGHT_BYTES[serving.weights],
+                          ab=VALUE_BYTES[serving.activations], kvb_prec=serving.kv_cache,
+                          peak=hw.peak_flops_per_s, peak16=hw.peak16_flops_per_s,
+                          bw=hw.memory_bandwidth_bytes_per_s * hw.kernels.memory_fraction, t_k=hw.kernel_overhead_s,
+                          isl=float(serving.isl_mean), is_moe=hasattr(workload.model, "experts"))
+
+
+@dataclass
+class PoolShape:
+    """Parallel degrees of candidate replicas (arrays broadcasting together)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    ep: np.ndarray
+    dp: np.ndarray
+    n_devices_span: np.ndarray  # devices the replica's collectives span (to tell intra- from cross-node)
+
+
+def _gemm(c: ServingContext, M, K, N):
+    """One linear layer: max(FLOPs at peak × shape efficiency, activations + weights through HBM) + launch."""
+    M = np.maximum(M, 0.0)
+    flops = 2.0 * M * K * N
+    eff = gemm_efficiency(np.maximum(M, 1.0), K, N, c.hw.kernels, c.hw.math_dtype)
+    nbytes = (M * K + M * N) * c.ab + K * N * c.wb
+    return np.maximum(flops / (c.peak * eff), nbytes / c.bw) + c.t_k
+
+
+def _allreduce(c: ServingContext, nbytes, ranks, span):
+    bw, lat, mr = c.hw.group_busbw(nbytes, span, np.minimum(ranks, c.hw.devices_per_node), ranks, "allreduce")
+    return allreduce_s(nbytes, ranks, bw, lat, mr)
+
+
+def _alltoall(c: ServingContext, nbytes, ranks):
+    """Dispatch or combine all-to-all of the bytes one rank holds: flat inside a scale-up domain, hierarchical
+    across domains (DeepEP; collectives.hierarchical_alltoall_s)."""
+    hw = c.hw
+    dpn = float(hw.devices_per_node)
+    ci, cx = hw.curve_intra("alltoall"), hw.curve_inter("alltoall")
+    intra_bw = ci.busbw(nbytes, hw.intra_rate)
+    flat = alltoall_s(nbytes, ranks, intra_bw, hw.intra_lat, ci.measured_ranks)
+    inter_bw = cx.busbw(nbytes, hw.inter_rate) * dpn
+    hier = hierarchical_alltoall_s(nbytes, ranks, dpn, intra_bw, inter_bw, hw.intra_lat, hw.inter_lat)
+    return np.where(ranks > dpn, hier, flat)
+
+
+def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nmat, attn_only=False):
+    """One layer's attention half (+ a dense MLP of width ``mlp_f`` unless attn_only) on one device, for x tokens
+    per attention rank (xp prefill, xd decode) attending over kv cached tokens: dict of seconds."""
+    m, tp = c.model, s.tp
+    h = float(m.hidden)
+    projections = getattr(m, "attention_projections", None) or ((h, float(m.q_dim + 2 * m.kv_dim), "col"),
+                                                               (float(m.q_dim), h, "row"))
+    g = 0.0
+    for K_, N_, split in projections:
+        K_, N_ = float(K_), float(N_)
+        g = g + (_gemm(c, x, K_, N_ / tp) if split == "col" else _gemm(c, x, K_ / tp, N_) if split == "row"
+                 else _gemm(c, x, K_, N_))
+    if not attn_only and mlp_f > 0:
+        g = g + _gemm(c, x, h, (nmat - 1.0) * mlp_f / tp) + _gemm(c, x, mlp_f / tp, h)
+    # attention core: prefill tokens attend causally over their prompt (mean keys isl/2 over a prompt, chunked or
+    # not); decode tokens read the whole cache of their sequence (Dao 2023 FlashAttention-2; Kwon et al. 2023)
+    qk, vd = float(getattr(m, "attn_qk_dim", m.q_dim)), float(getattr(m, "attn_v_dim", m.q_dim))
+    hd = int(m.head_dim_)
+    keys_p = c.isl / 2.0
+    fl_p = 2.0 * xp * keys_p * (qk + vd) / tp
+    a_p = np.where(xp > 0, fl_p / (c.peak16 * attention_efficiency(max(c.isl, 1.0), hd, True, False,
+                                                                   c.hw.attention)) + c.t_k, 0.0)
+    ctx = kv / np.maximum(xd, 1e-9)
+    fl_d = 2.0 * kv * (qk + vd) / tp
+    kv_read = kv * kv_bytes_per_token_layer(m, c.kvb_prec, tp)
+    eff_d = attention_efficiency(np.maximum(ctx, 1.0), hd, False, False, c.hw.attention)
+    a_d = np.where(xd > 0, np.maximum(kv_read / c.bw, fl_d / (c.peak16 * eff_d)) + c.t_k, 0.0)
+    # token-wise kernels (bytes per token): 2 norms (r h, w h), 2 residual adds (r 2h, w h), rotary on q and k,
+    # the MLP activation (r (nmat−1)·f, w f per token), the new tokens' K,V written to the cache
+    q, kvd = float(m.q_dim), float(m.kv_dim)
+    per_tok = (2 * 2 + 2 * 3) * h * c.ab + 2 * c.ab * (q + kvd) / tp
+    if not attn_only and mlp_f > 0:
+        per_tok = per_tok + nmat * mlp_f / tp * c.ab
+    mem = x * (per_tok + kv_bytes_per_token_layer(m, c.kvb_prec, tp)) / c.bw
+    return {"gemm_s": g, "attention_prefill_s": a_p, "attention_decode_s": a_d, "memory_bound_s": mem}
+
+
+def _experts(c: ServingContext, tokens, devices, ep, local_split):
+    """Routed experts of one MoE layer on one device: ``tokens`` tokens of the whole group routed top-k over E
+    experts spread over ``devices`` devices (E/ep experts each, split ``local_split`` ways along f).  Grouped GEMM
+    at the kernel layer's grouped efficiency; the weights of every expert that receives a token are read
+    (P(expert hit) = 1 − (1 − k/E)^tokens, uniform routing); the busiest rank sets the time (imbalance, moe.yaml)."""
+    m = c.model
+    E, k, h = float(m.experts), float(m.top_k), float(m.hidden)
+    f, nmat = float(m.moe_ffn_hidden), float(m.ffn_matrices)
+    gamma = imbalance_factor(ep, int(m.experts), int(m.top_k))
+    local = E / ep
+    m_e = tokens * k / E * gamma  # tokens per expert on the busiest rank
+    fl = 2.0 * m_e * local * nmat * h * f / local_split
+    eff = grouped_gemm_efficiency(np.maximum(m_e, 1.0), h, nmat * f / local_split, local, c.hw.kernels,
+                                  c.hw.math_dtype)
+    hit = 1.0 - np.power(1.0 - k / E, np.maximum(tokens, 0.0))
+    w_read = local * hit * nmat * h * f / local_split * c.wb
+    act = m_e * local * (2 * h + nmat * f / local_split) * c.ab
+    del devices
+    return np.where(tokens > 0, np.maximum(fl / (c.peak * eff), (w_read + act) / c.bw) + 2 * c.t_k, 0.0)
+
+
+def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs, kv_tokens, *, spd_drop=0.0,
+                    fused=False, prefill_seqs=None) -> dict[str, np.ndarray]:
+    """Seconds of one iteration of one replica (aggregated or disaggregated pools), by named part."""
+    m = c.model
+    tp, pp, dp, ep = (np.asarray(a, dtype=np.float64) for a in (s.tp, s.pp, s.dp, s.ep))
+    Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
+    KV = np.asarray(kv_tokens, dtype=np.float64)
+    split = dp * pp  # tokens per attention rank and micro-batch
+    xp, xd, kv = Tp / split, Td / split, KV / split
+    x = xp + xd
+    h, nmat = float(m.hidden), float(m.ffn_matrices)
+    L = c.layers
+    n_moe = float(getattr(m, "n_moe_layers", 0))
+    n_dense = L - n_moe
+    parts = {k: np.zeros(np.broadcast(tp, Tp, Td, KV).shape) for k in PARTS}
+    dense = _layer_dense_parts(c, s, x, xp, xd, kv, float(m.ffn_hidden), nmat)
+    for k, v in dense.items():
+        parts[k] = parts[k] + n_dense * v
+    ar = _allreduce(c, x * h * c.ab, tp, s.n_devices_span)
+    # SPD (S07): in a fraction spd_drop of the blocks the all-reduce after attention is dropped
+    attn_ar = (1.0 - np.asarray(spd_drop, dtype=np.float64)) * ar
+    parts["tp_comm_s"] = parts["tp_comm_s"] + n_dense * (attn_ar + ar)
+    if n_moe:
+        att = _layer_dense_parts(c, s, x, xp, xd, kv, 0.0, nmat, attn_only=True)
+        shared_f = float(m.shared_experts) * float(m.shared_ffn_hidden_)
+        g_sh = (_gemm(c, x, h, (nmat - 1.0) * shared_f / tp) + _gemm(c, x, shared_f / tp, h)) if shared_f else 0.0
+        router = _gemm(c, x, h, float(m.experts))
+        for k, v in att.items():
+            parts[k] = parts[k] + n_moe * v
+        parts["gemm_s"] = parts["gemm_s"] + n_moe * (g_sh + router)
+        devices = tp * dp
+        expert_t = _experts(c, x * dp, devices, ep, devices / ep)
+        parts["expert_gemm_s"] = parts["expert_gemm_s"] + n_moe * expert_t
+        a2a = np.where(ep > 1, 2.0 * _alltoall(c, x * float(m.top_k) * h * c.ab, ep), 0.0)
+        moe_ar = np.where(devices / ep > 1, ar, 0.0)  # expert-TP partial sums reduced over tp
+        # MixServe (S15): the fused AR–A2A overlaps the intra-node all-reduce with the all-to-all
+        both = fused & (moe_ar > 0) & (a2a > 0)
+        moe_comm = np.where(both, np.maximum(moe_ar, a2a) + c.t_k, moe_ar + a2a)
+        parts["tp_comm_s"] = parts["tp_comm_s"] + n_moe * (attn_ar + np.where(both, 0.0, moe_ar))
+        parts["ep_comm_s"] = parts["ep_comm_s"] + n_moe * np.where(both, moe_comm, a2a)
+    # LM head on the sampled rows (each decode sequence, the last token of each finished prompt), vocab-parallel
+    rows = xd + (np.asarray(prefill_seqs, dtype=np.float64) / split if prefill_seqs is not None
+                 else np.where(xp > 0, np.maximum(xp / max(c.isl, 1.0), 1.0 / split), 0.0))
+    parts["lm_head_s"] = _gemm(c, rows, h, float(m.vocab) / tp)
+    hop_bytes = x * h * c.ab
+    p2p = c.hw.intra_lat + hop_bytes / c.hw.intra_rate
+    parts["pp_p2p_s"] = (pp - 1.0) * p2p
+    gpu = sum(parts[k] for k in PARTS if k != "host_s")
+    seqs = Td + (np.asarray(prefill_seqs, dtype=np.float64) if prefill_seqs is not None
+                 else np.where(Tp > 0, np.maximum(Tp / max(c.isl, 1.0), 1.0), 0.0))
+    host = pp * c.engine.host_base_s + c.engine.host_per_seq_s * seqs
+    parts["host_s"] = np.maximum(host - gpu, 0.0) if c.engine.overlap else host + 0.0 * gpu
+    return parts
+
+
+def af_iteration_parts(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, micro_batches,
+                       prefill_tokens, decode_seqs, kv_tokens, *, fused=False, cross_node=True) -> dict:
+    """One iteration of an attention replica of an af-disaggregated deployment (MegaScale-Infer, S09): per MoE
+    layer the attention pool's time Ta and the expert pool's Te per micro-batch, the M2N token exchange Tc, and
+    the ping-pong of m micro-batches: layer = max(m·max(Ta, Te, Tc), Ta + Te + 2·Tc) (seed S09 (b), derived)."""
+    m = c.model
+    parts = iteration_parts(c, s, prefill_tokens, decode_seqs, kv_tokens, fused=fused)
+    n_moe = float(getattr(m, "n_moe_layers", 0))
+    mb = np.asarray(micro_batches, dtype=np.float64)
+    tp, dp = np.asarray(s.tp, dtype=np.float64), np.asarray(s.dp, dtype=np.float64)
+    Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
+    # the attention side of one MoE layer per micro-batch: everything but the routed experts and their exchange
+    attn_side = (parts["gemm_s"] + parts["attention_prefill_s"] + parts["attention_decode_s"]
+                 + parts["memory_bound_s"] + parts["tp_comm_s"]) / max(c.layers, 1.0) / mb
+    tokens_e = (Tp + Td) * np.asarray(attn_per_expert, dtype=np.float64) / mb  # per expert replica, micro-batch
+    e_ep, e_tp = np.asarray(e_ep, dtype=np.float64), np.asarray(e_tp, dtype=np.float64)
+    Te = _experts(c, tokens_e, e_ep * e_tp, e_ep, e_tp)
+    # M2N: each attention rank sends its tokens' top-k copies to the expert devices and receives them back;
+    # the expert side receives the copies of attention_per_expert replicas (one NIC per device)
+    hw = c.hw
+    rate = np.where(cross_node, hw.inter_rate, hw.intra_rate)
+    lat = np.where(cross_node, hw.inter_lat, hw.intra_lat)
+    send = (Tp + Td) / (dp * tp) / mb * float(m.top_k) * float(m.hidden) * c.ab
+    recv = tokens_e * float(m.top_k) * float(m.hidden) * c.ab / (e_ep * e_tp)
+    Tc = np.maximum(send, recv) / rate + lat
+    Ta = attn_side
+    layer = np.maximum(mb * np.maximum(np.maximum(Ta, Te), Tc), Ta + Te + 2.0 * Tc)
+    base = mb * Ta
+    with_e = np.maximum(base, mb * Te)
+    parts["af_expert_exposed_s"] = n_moe * (with_e - base)
+    parts["af_comm_exposed_s"] = n_moe * (layer - with_e)
+    parts["expert_gemm_s"] = parts["expert_gemm_s"] * 0.0
+    parts["ep_comm_s"] = parts["ep_comm_s"] * 0.0
+    return parts
+
+
+def expert_busy_s(c: ServingContext, e_ep, e_tp, tokens_per_micro_batch, micro_batches) -> np.ndarray:
+    """Busy time of one expert replica per iteration: the routed experts of every MoE layer for every micro-batch."""
+    n_moe = float(getattr(c.model, "n_moe_layers", 0))
+    mb = np.asarray(micro_batches, dtype=np.float64)
+    return n_moe * mb * _experts(c, np.asarray(tokens_per_micro_batch, dtype=np.float64), None,
+                                 np.asarray(e_ep, dtype=np.float64), np.asarray(e_tp, dtype=np.float64))
+
+
+def total(parts: dict) -> np.ndarray:
+    return sum(parts[k] for k in PARTS)
+
+
+def kv_transfer_fn(c, serving, P, n_dev):
+    """KV of one prompt from the prefill replica to a decode replica: every prefill device sends its shard at once
+    (KV heads over tp, layers over pp), over NVLink when the deployment sits in one scale-up domain, else over
+    the device's NIC (one message: the p2p curve; Mooncake / vLLM NIXL connector, transfer after prefill)."""
+    m, hw = c.model, c.hw
+    per_tok = kv_bytes_per_token_layer(m, serving.kv_cache, P.tp) * kv_layer_equivalents(
+        m, serving.isl_mean) / P.pp
+    intra = n_dev <= hw.devices_per_node
+
+    def f(tokens):
+        nb = np.asarray(tokens, dtype=np.float64) * per_tok
+        bw = np.where(intra, hw.curve_intra("p2p").busbw(nb, hw.intra_rate), hw.curve_inter("p2p").busbw(nb, hw.inter_rate))
+        return nb / bw + np.where(intra, hw.intra_lat, hw.inter_lat)
+    return f
+
+
+def wait_quantile(Wq, rho, q):
+    """q-quantile of the M/G/1 waiting time under the exponential-tail approximation (0 below the atom at 0)."""
+    rho = np.clip(rho, 1e-12, None)
+    return np.where(rho > 1.0 - q, Wq / rho * np.log(np.maximum(rho / (1.0 - q), 1.0)), 0.0)
+
+
+def mg1_wait(rho, S, cv2):
+    """M/G/1 mean wait (Pollaczek–Khinchine): ρ·S·(1 + cv²)/(2(1 − ρ)); ∞ at ρ ≥ 1."""
+    return np.where(rho < 1.0, rho * S * (1.0 + cv2) / (2.0 * np.maximum(1.0 - rho, 1e-12)), np.inf)
