@@ -1,4 +1,5 @@
-"""The ``parplan export`` command: a plan written as a training framework's launch arguments or config.
+"""The ``parplan export`` command: a plan written as a training framework's launch arguments or config, or (with
+``--serve`` and ``--deployment``) a serving deployment written as a vLLM / SGLang / TensorRT-LLM launch script.
 
 Exit codes: 0 written; 2 bad input — a bad option, file or plan, or a plan the framework cannot launch or express
 (one ``error:`` line naming the knob and what would be expressible).
@@ -23,6 +24,9 @@ class Target(str, Enum):
     torchtitan = "torchtitan"
     deepspeed = "deepspeed"
     maxtext = "maxtext"
+    vllm = "vllm"  # serving engines: with --serve and --deployment (launch/serve_common.py SERVE_TARGETS)
+    sglang = "sglang"
+    trtllm = "trtllm"
 
 
 def _write(cfg, output: Path, plan_text: str) -> None:
@@ -70,15 +74,50 @@ def write_launch(workload: Any, cluster: Any, plan: Any, to: str, output: Option
     return cfg
 
 
+SERVE_TO = ("vllm", "sglang", "trtllm")
+
+
+def _export_serving(model: str, hw: str, serve: str | None, deployment: str | None, to: str, plan: str | None,
+                    output: Path | None, training_opts: dict) -> None:
+    """``export --serve serve.yaml --deployment … --to vllm|sglang|trtllm``: the engine's launch script."""
+    if to not in SERVE_TO:
+        raise SpecError(f"--to {to} is a training framework; a serving export goes to vllm, sglang or trtllm",
+                        key="--to", allowed=list(SERVE_TO))
+    for flag, value in (("--serve", serve), ("--deployment", deployment)):
+        if value is None:
+            raise SpecError(f"a serving export (--to {to}) needs {flag}", key=flag,
+                            hint='e.g. --serve serve.yaml --deployment "tp=8,batch=64,chunk=2048"')
+    if plan is not None:
+        raise SpecError("--plan is a training plan; a serving export takes --deployment", key="--plan")
+    given = [k.replace("_", "-") for k, v in training_opts.items() if v is not None]
+    if given:
+        raise SpecError(f"--{given[0]} sets a training key; a serving export reads the request mix from --serve",
+                        key=f"--{given[0]}")
+    from parplan.launch.export import export_serving
+
+    cfg = export_serving(model, hw, serve, deployment, to)
+    if output is None:
+        sys.stdout.write(cfg.text)
+    else:
+        _write(cfg, output, deployment)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("export")
     @handle_errors
     def export_cmd(
         model: ModelArg,
         hw: HwOpt,
-        plan: str = typer.Option(..., "--plan", help='e.g. "tp=8,pp=4,vpp=5,mbs=1,zero=1,recompute=selective,sp=true"; '
-                                                     "knobs left out are chosen as `estimate` chooses them"),
-        to: Target = typer.Option(..., "--to", help="megatron | nemo | torchtitan | deepspeed | maxtext"),
+        plan: Optional[str] = typer.Option(None, "--plan", show_default=False,
+                                           help='e.g. "tp=8,pp=4,vpp=5,mbs=1,zero=1,recompute=selective,sp=true"; '
+                                                "knobs left out are chosen as `estimate` chooses them"),
+        to: Target = typer.Option(..., "--to", help="megatron | nemo | torchtitan | deepspeed | maxtext; with --serve: "
+                                                    "vllm | sglang | trtllm"),
+        serve: Optional[str] = typer.Option(None, "--serve", show_default=False,
+                                            help="serve.yaml (request mix, SLOs, precisions): a serving export"),
+        deployment: Optional[str] = typer.Option(None, "--deployment", show_default=False,
+                                                 help='with --serve, e.g. "tp=8,batch=64,chunk=2048" or '
+                                                      '"prefill:2x(tp=4)+decode:1x(tp=8,batch=128)"'),
         seq_len: SeqLenOpt = None,
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
@@ -90,7 +129,16 @@ def register(app: typer.Typer) -> None:
         debug: DebugOpt = False,
     ) -> None:
         """Write a plan as a framework's launch arguments or config (Megatron-LM script, NeMo YAML, torchtitan TOML,
-        DeepSpeed config + launcher, MaxText YAML)."""
+        DeepSpeed config + launcher, MaxText YAML), or a serving deployment (--serve, --deployment) as a vLLM,
+        SGLang or TensorRT-LLM launch script."""
+        if serve is not None or deployment is not None or to.value in SERVE_TO:
+            _export_serving(model, hw, serve, deployment, to.value, plan, output,
+                            dict(seq_len=seq_len, global_batch=global_batch, precision=precision,
+                                 expert_imbalance=expert_imbalance, max_plans=max_plans))
+            return
+        if plan is None:
+            raise SpecError("a training export needs --plan", key="--plan",
+                            hint='e.g. --plan "tp=8,pp=4" (or --serve serve.yaml --deployment … --to vllm)')
         from parplan.api import _complete
         from parplan.cli.progress import LazyProgress
         from parplan.hardware.catalog import load_cluster

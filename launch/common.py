@@ -23,7 +23,9 @@ from parplan.workloads.transformer import Workload
 TARGETS = {"megatron": "megatron-core", "nemo": "nemo", "torchtitan": "torchtitan", "deepspeed": "deepspeed",
            "maxtext": "maxtext"}
 TARGET_NAMES = {"megatron": "Megatron-LM", "nemo": "NeMo 2.0", "torchtitan": "torchtitan", "deepspeed": "DeepSpeed",
-                "maxtext": "MaxText"}
+                "maxtext": "MaxText",
+                # serving engines (``--serve``; launch/serve_common.py SERVE_TARGETS): no training profile
+                "vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 
 
 @dataclass(frozen=True)

@@ -32,3 +32,27 @@ def export_plan(workload: Any, cluster: Any, plan: Any, to: str) -> LaunchConfig
         p = parse_plan(plan, c.n_devices)
     job = make_job(to, w, c, p)
     return importlib.import_module(f"parplan.launch.{to}").export(job)
+
+
+def export_serving(workload: Any, cluster: Any, serving: Any, deployment: Any, to: str) -> LaunchConfig:
+    """The launch script of a serving ``deployment`` for engine ``to`` (``vllm``, ``sglang``, ``trtllm``).
+
+    ``workload`` / ``cluster``: as ``export_plan`` takes them; ``serving``: a serve.yaml path, a mapping or a
+    ``ServingSpec`` (its ``engine`` becomes ``to``); ``deployment``: a ``Deployment`` or a deployment string
+    (``parplan.models.serving_plan.parse_deployment``).  Raises ``SpecError`` for a deployment the engine cannot
+    launch (one line naming the knob and what would be expressible).
+    """
+    from parplan.hardware.catalog import load_cluster
+    from parplan.launch.common import _catalog_ids
+    from parplan.launch.serve_common import make_serve_job
+    from parplan.models.serving_plan import Deployment, parse_deployment
+    from parplan.workloads.loader import load_workload
+    from parplan.workloads.serving import load_serving
+
+    w = load_workload(workload)
+    c = load_cluster(cluster)
+    s = load_serving(serving)
+    d = deployment if isinstance(deployment, Deployment) else parse_deployment(deployment, c.n_devices)
+    job = make_serve_job(to, w, c, s, d, catalog_id=_catalog_ids().get(w.name))
+    return importlib.import_module(f"parplan.launch.{to}").export(job)
+

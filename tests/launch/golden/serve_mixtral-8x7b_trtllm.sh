@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# TensorRT-LLM trtllm-serve: Mixtral 8x7B on dgx-h100-64 (16 of 64 devices, 2 node(s))
+# parplan deployment: tp=1,ep=8,dp=8,batch=256,chunk=4096,replicas=2
+# serving: ISL fixed mean 2048 / OSL fixed mean 256; max model length 2304; precision weights bf16, activations bf16, kv cache fp8
+# note: serving.engine vllm → trtllm (the export's engine)
+# usage: NODE_RANK=<this node> NODE_ADDRS="<address of node 0> <node 1> …" bash <this script>
+set -euo pipefail
+
+MODEL=${MODEL:-mistralai/Mixtral-8x7B-v0.1}  # Hugging Face id or local path of the weights
+NODE_RANK=${NODE_RANK:-0}
+HOST=${HOST:-0.0.0.0}
+read -r -a NODE_ADDR <<< "${NODE_ADDRS:-localhost}"
+[ "${#NODE_ADDR[@]}" -ge 2 ] || { echo "set NODE_ADDRS to the 2 node addresses" >&2; exit 2; }
+
+cat > extra_llm_api_options_mixed.yaml <<'EOF'
+tensor_parallel_size: 8
+pipeline_parallel_size: 1
+moe_expert_parallel_size: 8
+moe_tensor_parallel_size: 1
+enable_attention_dp: true
+max_batch_size: 32
+max_num_tokens: 512
+max_seq_len: 2304
+enable_chunked_prefill: true
+dtype: bfloat16
+kv_cache_config:
+  free_gpu_memory_fraction: 0.9
+  dtype: fp8
+EOF
+# offline throughput with the same options: trtllm-bench --model "$MODEL" throughput --dataset DATASET --backend pytorch --extra_llm_api_options extra_llm_api_options_mixed.yaml
+
+mixed_replica() {  # $1 GPUs, $2 port, $3 rank of this node in the replica, $4 first node, $5 hosts
+  CUDA_VISIBLE_DEVICES="$1" trtllm-serve "$MODEL" \
+      --host "$HOST" \
+      --port "$2" \
+      --backend pytorch \
+      --extra_llm_api_options extra_llm_api_options_mixed.yaml &
+}
+
+case "$NODE_RANK" in
+  0)
+    mixed_replica 0,1,2,3,4,5,6,7 8000 0 "${NODE_ADDR[0]}" "${NODE_ADDR[0]}:8"  # mixed0
+    ;;
+  1)
+    mixed_replica 0,1,2,3,4,5,6,7 8001 0 "${NODE_ADDR[1]}" "${NODE_ADDR[1]}:8"  # mixed1
+    ;;
+  *) echo "node $NODE_RANK runs no replica of this deployment" >&2 ;;
+esac
+
+# 2 replicas: put a load balancer in front of their ports
+wait
