@@ -1,12 +1,10 @@
-"""``parplan suggest`` (search and rank plans) and ``parplan check`` (capacity requirements for CI).
+"""``parplan suggest``: search and rank plans (``parplan check``, the CI gate, is in ``cli/check_cmd.py``).
 
 suggest exit codes: 0 plans found; 1 nothing fits in memory (stdout: an empty table / a CSV header / JSON with no
 plans; stderr: why, and what would fit — more nodes, another precision, a smaller batch, recompute=full, fewer
 pins), or the devices objective's target is not reached within --max-nodes (the input is fine, the requirement is
 not met); 2 bad input — a bad option value, file or plan, or work above a budget (--max-plans,
 --max-configurations: refused before searching).
-check exit codes: 0 a plan meets every requirement; 1 none does (the closest plan and each failed requirement with
-its shortfall are printed; a plan that does not fit never passes); 2 bad input or work above --max-plans.
 Option values are checked before anything is loaded (``door``): finite, in range, one line each.
 """
 from __future__ import annotations
@@ -27,7 +25,7 @@ from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, MAX_MBS, MAX_NOD
 from parplan.planner.planset import DEFAULT_SIZING_REACH
 from parplan.planner.search import HEADROOM_HELP
 
-OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices"]
+OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices", "time-to-train"]
 GiB = float(2**30)
 
 
@@ -136,8 +134,10 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(10, "--top", help=f"how many plans to print (0 = every plan that fits; at most "
                                                   f"{MAX_TOP:,}; a table shows the first {TABLE_ROWS:,})"),
         objective: Optional[str] = typer.Option(None, "--objective",
-                                                help="throughput (default) | memory | cost | devices "
-                                                     "(devices is implied by a target or deadline)"),
+                                                help="throughput (default) | memory | cost | devices | "
+                                                     "time-to-train (with --token-budget: failures, checkpoints "
+                                                     "and restarts counted; devices is implied by a target or "
+                                                     "deadline)"),
         fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key, e.g. --fix tp=8 (repeatable)"),
         memory_headroom: Optional[float] = typer.Option(None, "--memory-headroom", help=HEADROOM_HELP,
                                                         show_default=False),
@@ -287,11 +287,19 @@ def register(app: typer.Typer) -> None:
                           f"({best}; {span}); raise --max-nodes", markup=False)
                 code = EXIT_CHECK_FAILED
         if ps.token_budget is not None and len(ps):
-            secs = ps.token_budget / ps.best.tokens_per_s
-            line = f"training {ps.token_budget:.3g} tokens takes {_fmt_duration(secs)} with the best plan"
+            secs = ps.training_time_s  # goodput-aware under --objective time-to-train, failure-free otherwise
+            line = (f"training {ps.token_budget:.3g} tokens takes {_fmt_duration(secs)} with the best plan"
+                    + (" (failures, checkpoints and restarts included)" if ps.objective == "time-to-train" else ""))
             if ps.price_per_hour is not None:
                 line += f", ≈ ${secs / 3600 * s.n_devices * ps.price_per_hour:,.0f} at ${ps.price_per_hour:g}/device-hour"
             err.print(line, markup=False)
+            if ps.objective == "time-to-train" and ps.goodput is not None:
+                f = ps.to_dict()["failures"]
+                parts = ", ".join(f"{k[:-2]} {_fmt_duration(v)}" for k, v in f["breakdown_s"].items() if v > 0)
+                err.print(f"goodput {f['goodput']:.1%} (p10–p90 {_fmt_duration(f['time_to_train_p10_s'])}–"
+                          f"{_fmt_duration(f['time_to_train_p90_s'])}; {parts}; "
+                          f"{f['expected_interruptions']:,.0f} interruptions, MTBF {_fmt_duration(f['mtbf_s'])}, "
+                          f"checkpoint every {_fmt_duration(f['checkpoint_interval_s'])})", markup=False)
         if not len(ps) and len(ps.evaluated.space) == 0:
             return_code = code or EXIT_CHECK_FAILED  # sizing: the largest node count has no valid plan at all
             raise typer.Exit(return_code)
@@ -313,90 +321,3 @@ def register(app: typer.Typer) -> None:
             code = EXIT_CHECK_FAILED
         if code:
             raise typer.Exit(code)
-
-    @app.command("check")
-    @handle_errors
-    def check_cmd(
-        model: ModelArg,
-        hw: HwOpt,
-        plan: Optional[str] = typer.Option(None, "--plan", help="check this plan (default: search every plan)"),
-        min_tokens_per_s: Optional[float] = typer.Option(None, "--min-tokens-per-s",
-                                                         help="required throughput (> 0, finite)"),
-        max_step_time_s: Optional[float] = typer.Option(None, "--max-step-time-s",
-                                                        help="longest allowed step (> 0, finite)"),
-        max_memory_fraction: Optional[float] = typer.Option(
-            None, "--max-memory-fraction",
-            help="peak memory / device memory, in (0, 1] (default 1.0: fits; above 1 is an error — a plan that does "
-                 "not fit never passes)"),
-        min_mfu: Optional[float] = typer.Option(None, "--min-mfu", help="required model FLOPs utilization, in (0, 1]"),
-        global_batch: GlobalBatchOpt = None,
-        seq_len: SeqLenOpt = None,
-        precision: PrecisionOpt = None,
-        expert_imbalance: ImbalanceOpt = None,
-        fix: Optional[List[str]] = typer.Option(None, "--fix", help="pin a plan key when searching (repeatable)"),
-        allow_cross_node_tp: bool = typer.Option(False, "--allow-cross-node-tp",
-                                                 help="let tensor parallelism span nodes"),
-        junit: Optional[Path] = typer.Option(None, "--junit", help="also write a JUnit XML report here"),
-        fmt: FormatOpt = Format.table,
-        output: OutputOpt = None,
-        max_plans: Optional[int] = MAX_PLANS_OPT,
-        quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
-        serve: Optional[Path] = SERVE_OPT,
-        deployment: Optional[str] = typer.Option(None, "--deployment", help="--serve: check this deployment"),
-        debug: DebugOpt = False,
-    ) -> None:
-        """Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input."""
-        if serve is not None:
-            from parplan.cli.serve_out import serve_check
-
-            return serve_check(model, hw, serve, deployment, fmt=fmt, output=output)
-        import pandas as pd
-
-        from parplan.api import check
-        from parplan.cli.tables import fit_lines
-        from parplan.planner.check import junit_xml, requirements
-        from parplan.planner.export import to_csv
-
-        requirements(min_tokens_per_s, max_step_time_s, max_memory_fraction, min_mfu)  # at the door
-        if max_plans is not None:
-            check_max_plans(max_plans)
-        check_precision(precision)
-        if plan is not None and fix:
-            raise SpecError("--fix pins the search; it cannot be combined with --plan", key="--fix")
-        bar = LazyProgress(not quiet, "checking")
-        try:
-            r = check(model, hw, plan, min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,
-                      max_memory_fraction=max_memory_fraction, min_mfu=min_mfu, fix=fix,
-                      allow_cross_node_tp=allow_cross_node_tp, progress=bar, seq_len=seq_len,
-                      global_batch=global_batch, precision=precision, expert_imbalance=expert_imbalance,
-                      max_plans=max_plans)
-        finally:
-            bar.close()
-        e = r.estimate
-        where = f"{e.workload} on {e.cluster} ({e.n_devices:,} devices)"
-        what = f"{len(r.results)} requirement{'' if len(r.results) == 1 else 's'} of 1 plan"
-        if fmt == Format.json:
-            from parplan.cli.json_out import check_json
-            from parplan.hardware.catalog import load_cluster
-
-            emit(to_json(check_json(r, load_cluster(hw))), output, what + " as JSON")
-        elif fmt == Format.csv:
-            rows = [{"requirement": x.name, "metric": x.metric, "required": x.required, "actual": x.actual,
-                     "ok": x.ok, "shortfall": x.shortfall, "plan": r.plan.to_string()} for x in r.results]
-            emit(to_csv(pd.DataFrame(rows)), output, what + " as CSV")
-        else:
-            if r.ok:
-                head = f"PASS  {where}: {r.plan.to_string()}"
-            elif plan is not None:
-                head = f"FAIL  {where}: {r.plan.to_string()}"
-            else:
-                head = (f"FAIL  no plan of {where} meets every requirement ({r.searched:,} searched); "
-                        f"closest: {r.plan.to_string()}")
-            lines = [head] + ["  " + x.line() for x in r.results]
-            emit("\n".join(lines) if output is not None else fit_lines(lines), output, what)
-        if junit is not None:
-            junit.write_text(junit_xml(r, e.workload, e.cluster), encoding="utf-8")
-            if not quiet:
-                _Err().print(f"wrote {junit}")
-        if not r.ok:
-            raise typer.Exit(EXIT_CHECK_FAILED)

@@ -42,7 +42,20 @@ EXPORT_COLUMNS = (
     "etp", "ep_comm_exposed_s",
     # equal-outcome plans (same step time and memory, relative TIE_EPS) are one row: how many plans it stands for
     "equivalent_plans",
+    # failures and goodput (added at the end; empty without a token budget): the expected time to train the budget
+    # with its 10th/90th percentiles, the useful fraction, the checkpoint interval (compute between checkpoints) and
+    # stall, and the named breakdown of the expected time (s; models/primitives/reliability.py)
+    "goodput", "time_to_train_s", "time_to_train_p10_s", "time_to_train_p90_s", "checkpoint_interval_s",
+    "checkpoint_stall_s", "useful_compute_s", "checkpoint_stalls_s", "failure_lost_s", "restarts_s",
+    "redundancy_overhead_s", "expected_failures", "mtbf_s",
 )
+# the goodput columns and the reliability model's output each one is (models/primitives/reliability.goodput)
+GOODPUT_COLUMNS = {"goodput": "goodput", "time_to_train_s": "time_to_train_s", "time_to_train_p10_s": "time_p10_s",
+                   "time_to_train_p90_s": "time_p90_s", "checkpoint_interval_s": "checkpoint_interval_s",
+                   "checkpoint_stall_s": "checkpoint_stall_s", "useful_compute_s": "useful_s",
+                   "checkpoint_stalls_s": "checkpoint_s", "failure_lost_s": "lost_s", "restarts_s": "restart_s",
+                   "redundancy_overhead_s": "redundancy_s", "expected_failures": "expected_failures",
+                   "mtbf_s": "mtbf_s"}
 # time parts a family may add to the shared ones (they are part of the sum too); 0 where a family has none
 FAMILY_TIME_PARTS = ("ep_comm_exposed_s",)
 assert set(TIME_PARTS + MEMORY_PARTS + FAMILY_TIME_PARTS) <= set(EXPORT_COLUMNS)
@@ -74,8 +87,9 @@ def plan_strings(P: PlanArrays) -> list[str]:
 def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int, n_devices: int,
           price_per_hour: float | None = None, first_rank: int = 1, framework: str = "megatron-core",
           provenance_class: str = "defaults", best_high_s: float | None = None,
-          equivalent: np.ndarray | None = None) -> pd.DataFrame:
-    """The export table for the plans ``P`` (already in rank order) and their ``evaluate`` results ``res``."""
+          equivalent: np.ndarray | None = None, goodput: dict | None = None) -> pd.DataFrame:
+    """The export table for the plans ``P`` (already in rank order) and their ``evaluate`` results ``res``;
+    ``goodput``: the reliability model's outputs for them (the goodput columns; NaN without)."""
     n = len(P)
     crit = np.array(["first", "middle", "last"], dtype=object)[np.asarray(res["critical_stage"], dtype=np.int64)]
     crit = np.where(P.pp == 1, "only", crit)
@@ -108,11 +122,21 @@ def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int
     for k, d in V2_DEFAULTS.items():
         cols[k] = getattr(P, k).astype(bool if isinstance(d, bool) else np.int64)
     cols["equivalent_plans"] = np.ones(n, dtype=np.int64) if equivalent is None else np.asarray(equivalent)
+    cols.update(goodput_columns(goodput, n))
     for k in INT_COLUMNS:
         cols[k] = np.rint(np.asarray(cols[k], dtype=float)).astype(np.int64)
     df = pd.DataFrame({k: np.asarray(cols[k]) if not isinstance(cols[k], list) else cols[k] for k in EXPORT_COLUMNS},
                       columns=list(EXPORT_COLUMNS))
     return df
+
+
+def goodput_columns(goodput: dict | None, n: int) -> dict:
+    """The goodput columns of ``n`` rows (NaN where there is no model output or it is not finite)."""
+    out = {}
+    for col, key in GOODPUT_COLUMNS.items():
+        v = np.full(n, np.nan) if goodput is None else np.asarray(goodput[key], dtype=float).reshape(-1)[:n]
+        out[col] = np.where(np.isfinite(v), v, np.nan)
+    return out
 
 
 def to_csv(df: pd.DataFrame) -> str:
@@ -191,7 +215,8 @@ def estimate_frame(e, *, n_nodes: int, price_per_hour: float | None = None, rank
            **{k: float(m.get(k, 0.0)) for k in MEMORY_PARTS},
            "step_time_low_s": e.step_time_low_s, "step_time_high_s": e.step_time_high_s, "tie_with_best": True,
            "framework": e.framework, "provenance_class": e.provenance_class,
-           **{k: getattr(p, k) for k in V2_DEFAULTS}, "equivalent_plans": 1}
+           **{k: getattr(p, k) for k in V2_DEFAULTS}, "equivalent_plans": 1,
+           **{k: float(v[0]) for k, v in goodput_columns(None, 1).items()}}
     df = pd.DataFrame([{k: row[k] for k in EXPORT_COLUMNS}], columns=list(EXPORT_COLUMNS))
     return integer_columns(df)
 

@@ -17,9 +17,10 @@ from parplan.planner import explain as _explain
 from parplan.planner.budget import MAX_NODES, MAX_TOP, BudgetError, PlanBudget, check_number
 from parplan.planner.export import envelope, records
 from parplan.planner.export import frame as _frame
-from parplan.planner.search import OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, rank, run_search
+from parplan.planner.search import (OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, goodput_summary,
+                                    plan_goodput, rank, run_search)
 from parplan.planner.sizing import (SizingResult, find_nodes, parse_duration, parse_tokens,
-                                    scale_cluster, size_for_target)
+                                    scale_cluster, size_for_deadline, size_for_target)
 from parplan.planner.space import fix_string
 from parplan.workloads.transformer import Workload
 
@@ -84,7 +85,7 @@ class PlanSet:
 
     def __init__(self, ev: Evaluated, order: np.ndarray, objective: str, *, price_per_hour: float | None = None,
                  sizing: SizingResult | None = None, token_budget: float | None = None, wall_s: float = 0.0,
-                 equivalent: np.ndarray | None = None):
+                 equivalent: np.ndarray | None = None, reliability=None):
         self.evaluated = ev
         self.workload: Workload = ev.workload
         self.cluster: Cluster = ev.cluster
@@ -98,6 +99,10 @@ class PlanSet:
                            else np.asarray(equivalent, dtype=np.int64))
         self.plans: PlanArrays = ev.space.plans.subset(self.indices)
         self.results = evaluate_plans(ev.workload, ev.hw, self.plans)
+        self.reliability = reliability
+        # failures and goodput of each plan training the token budget (None without one)
+        self.goodput = (plan_goodput(ev, self.indices, token_budget, reliability)
+                        if token_budget is not None and self.indices.size else None)
         self._estimates: Optional[list[Estimate]] = None
         self._best: Optional[Estimate] = None
         self.stats = SearchStats(n_devices=ev.cluster.n_devices, n_nodes=ev.cluster.group.nodes,
@@ -149,7 +154,8 @@ class PlanSet:
                       n_nodes=self.cluster.group.nodes, n_devices=self.cluster.n_devices,
                       price_per_hour=self.price_per_hour,
                       framework=getattr(self.workload.training, "framework", "megatron-core"),
-                      provenance_class=self.evaluated.eff.provenance_class, equivalent=self.equivalent)
+                      provenance_class=self.evaluated.eff.provenance_class, equivalent=self.equivalent,
+                      goodput=self.goodput)
 
     def to_dict(self) -> dict:
         """The JSON envelope (docs/json_schema.md), kind ``suggest``: the ranked plans and the search."""
@@ -162,12 +168,25 @@ class PlanSet:
         if self.token_budget is not None and len(self):
             b = self.best
             out["token_budget"] = self.token_budget
-            out["training_time_s"] = self.token_budget / b.tokens_per_s
+            secs = self.training_time_s
+            out["training_time_s"] = secs
             if self.price_per_hour is not None:
-                out["training_cost_usd"] = (self.token_budget / b.tokens_per_s / 3600.0 * self.cluster.n_devices
-                                            * self.price_per_hour)
+                out["training_cost_usd"] = secs / 3600.0 * self.cluster.n_devices * self.price_per_hour
+            if self.goodput is not None:
+                out["failures"] = goodput_summary(self.evaluated, self.goodput, self.token_budget, b.tokens_per_s,
+                                                  self.reliability)
         return envelope("suggest", workload=self.workload.name, cluster=self.cluster.name,
                         n_devices=self.cluster.n_devices, plans=records(self.to_frame()), **out)
+
+    @property
+    def training_time_s(self) -> float | None:
+        """Time to train the token budget with the best plan: goodput-aware (failures, checkpoints, restarts) under
+        the time-to-train objective, failure-free otherwise."""
+        if self.token_budget is None or not len(self):
+            return None
+        if self.objective == "time-to-train" and self.goodput is not None:
+            return float(np.asarray(self.goodput["time_to_train_s"])[0])
+        return self.token_budget / self.best.tokens_per_s
 
     # --- explanations --------------------------------------------------------------------------------------
     def explain(self) -> list[str]:
@@ -191,9 +210,12 @@ def _price(cluster: Cluster, price_per_hour: float | None) -> float | None:
 def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None = None, top: int = DEFAULT_TOP,
                   options: SearchOptions | None = None, price_per_hour: float | None = None,
                   target_tokens_per_s: float | None = None, deadline=None, token_budget=None,
-                  max_nodes: int | None = None, progress=None, group_ties: bool = True) -> PlanSet:
+                  max_nodes: int | None = None, progress=None, group_ties: bool = True, reliability=None) -> PlanSet:
     """Search and rank (see ``parplan.api.suggest``).  ``group_ties``: equal-outcome plans are one row (the
-    simplest plan, ``PlanSet.equivalent`` counting them); ``False`` lists each."""
+    simplest plan, ``PlanSet.equivalent`` counting them); ``False`` lists each.  ``reliability``: the failure and
+    checkpoint model of ``time-to-train`` (a ``models.primitives.reliability.Reliability``; default failures.yaml):
+    plans ranked by the expected time to train ``token_budget``; with ``deadline``, the fewest nodes on which some
+    plan's expected time meets it."""
     t0 = time.perf_counter()
     options = options or SearchOptions()
     options.validate()
@@ -217,13 +239,20 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
         objective = "devices" if target is not None else "throughput"
     if objective not in OBJECTIVES:
         raise SpecError(f"unknown objective {objective!r}", key="--objective", allowed=list(OBJECTIVES))
+    ttt = objective == "time-to-train"
+    if ttt and budget is None:
+        raise SpecError("the time-to-train objective needs a token budget", key="--token-budget",
+                        hint='add --token-budget, e.g. 15T')
+    if ttt and target_tokens_per_s is not None:
+        raise SpecError("the time-to-train objective sizes for a deadline, not a throughput target",
+                        key="--target-tokens-per-s", hint="give --deadline with --token-budget")
     if objective == "devices" and target is None:
         raise SpecError("the devices objective needs a target", key="--objective",
                         hint="give --target-tokens-per-s, or --deadline with --token-budget")
     if max_nodes is not None and target is None:
         raise SpecError("--max-nodes bounds the sizing search: it needs a target to size for", key="--max-nodes",
                         hint="add --target-tokens-per-s, or --deadline with --token-budget")
-    if objective != "devices" and target is not None:
+    if objective not in ("devices", "time-to-train") and target is not None:
         raise SpecError(f"a throughput target or deadline sizes the cluster: it needs --objective devices, "
                         f"not {objective}", key="--objective")
     if cluster.is_homogeneous is False:
@@ -236,7 +265,13 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
                         "price_per_hour in the catalog", key="--objective",
                         hint="pass --price-per-hour X (USD per device-hour, your own figure)")
     sizing = None
-    if objective == "devices":
+    if ttt and deadline_s is not None:
+        max_n = int(max_nodes) if max_nodes is not None else default_max_nodes(workload, cluster, target)
+        sizing, ev = size_for_deadline(workload, cluster, options, budget, deadline_s, max_n, reliability,
+                                       progress=progress, budget=PlanBudget(int(options.max_plans)))
+        if ev is None:
+            ev = run_search(workload, scale_cluster(cluster, max_n), options)
+    elif objective == "devices":
         max_n = int(max_nodes) if max_nodes is not None else default_max_nodes(workload, cluster, target)
         sizing, ev = size_for_target(workload, cluster, options, target, max_n, progress=progress,
                                      budget=PlanBudget(int(options.max_plans)))
@@ -250,7 +285,7 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
         ev = run_search(workload, cluster, options, progress=cb)
     if len(ev.space) == 0 and not (sizing is not None and sizing.n_nodes is None):
         raise SpecError(no_valid_plan_message(ev), key="plan")
-    order = rank(ev, objective, price)
+    order = rank(ev, objective, price, token_budget=budget, reliability=reliability)
     if group_ties:
         starts, sizes = tie_groups(ev, order)
     else:
@@ -264,7 +299,7 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
     chosen = np.array([simplest_first(ev, order[a:a + k])[0] if k > 1 else order[a] for a, k in zip(starts, sizes)],
                       dtype=np.int64)
     return PlanSet(ev, chosen, objective, price_per_hour=price, sizing=sizing, token_budget=budget,
-                   wall_s=time.perf_counter() - t0, equivalent=sizes)
+                   wall_s=time.perf_counter() - t0, equivalent=sizes, reliability=reliability)
 
 
 # sizing without --max-nodes searches up to the cluster's node count or, when larger, this many times the

@@ -5,7 +5,8 @@ skipping the plans whose model state alone cannot fit — and rank them determin
 Ranking (``rank``): a stable lexicographic sort on
 
 1. the objective (``throughput``: tokens/s descending; ``memory``: peak bytes per device ascending; ``cost``: USD
-   per token ascending), quantized to 1e-12 of the best value so that plans equal up to rounding tie;
+   per token ascending; ``time-to-train``: the goodput-aware expected time to train the token budget ascending —
+   failures, checkpoints and restarts included, ``plan_goodput``), quantized to 1e-12 of the best value so that plans equal up to rounding tie;
 2. then peak memory per device ascending (the same speed for less memory is the safer plan);
 3. then the plan axes ascending in the order ``tp, pp, cp, dp, mbs, vpp, zero, recompute, sp`` (the simpler plan
    first: less model parallelism, smaller micro-batches, less sharding, less recompute, sp=false).
@@ -34,7 +35,7 @@ from parplan.planner.space import DEFAULT_MAX_MBS, Space
 from parplan.planner.spaces import build_space
 from parplan.workloads.transformer import Workload
 
-OBJECTIVES = ("throughput", "memory", "cost", "devices")
+OBJECTIVES = ("throughput", "memory", "cost", "devices", "time-to-train")
 # below this fraction of (row, zero level) slices surviving the memory bound, zero levels are priced separately
 SPLIT_BELOW = 0.6
 CHUNK = 16384  # plans per evaluate call: keeps the intermediate arrays in cache (≈ 2–3× faster than one big call)
@@ -248,9 +249,61 @@ def _quantize(x: np.ndarray) -> np.ndarray:
     return np.round(x * (1e12 / ref))
 
 
+# bytes per parameter of the weights a checkpoint saves beside the optimizer states (training dtype: 2 for bf16/fp16
+# and fp8 recipes, which keep bf16 weights — Megatron-LM's distributed checkpoint saves the model's parameters and
+# the fp32 master weights + Adam moments, ZeRO paper Sec. 3.1: K = 12)
+CHECKPOINT_WEIGHT_BYTES = {True: 2.0, False: 4.0}
+
+
+def checkpoint_bytes(ev: Evaluated, idx: np.ndarray) -> tuple[np.ndarray, float]:
+    """Checkpoint size of the plans ``idx``: per device (its weights + optimizer states, the memory model's parts
+    of the heaviest stage) and in total (every parameter's weights + optimizer states, once)."""
+    job = ev.workload.training
+    mixed = job.precision != "fp32"
+    per_device = ev.metrics["params_bytes"][idx] + ev.metrics["optimizer_bytes"][idx]
+    total = float(ev.workload.model.total_params) * (CHECKPOINT_WEIGHT_BYTES[mixed]
+                                                     + OPTIMIZER_STATE_BYTES[(job.optimizer, mixed)])
+    return per_device, total
+
+
+def training_steps(ev: Evaluated, token_budget: float) -> int:
+    return max(1, int(np.ceil(float(token_budget) / float(ev.workload.training.tokens_per_step))))
+
+
+def plan_goodput(ev: Evaluated, idx: np.ndarray, token_budget: float, reliability=None) -> dict[str, np.ndarray]:
+    """The goodput model (``models/primitives/reliability.goodput``) for the plans ``idx`` training ``token_budget``
+    tokens on this cluster: expected time to train, its spread and breakdown, per plan."""
+    from parplan.models.primitives.reliability import goodput
+
+    idx = np.asarray(idx, dtype=np.int64)
+    per_device, total = checkpoint_bytes(ev, idx)
+    g = ev.cluster.group
+    return goodput(ev.metrics["step_time_s"][idx], training_steps(ev, token_budget), per_device, total,
+                   ev.cluster.n_devices, g.devices_per_node, reliability)
+
+
+def goodput_summary(ev: Evaluated, goodput: dict, token_budget: float, tokens_per_s: float,
+                    reliability=None) -> dict:
+    """The first plan's failure model in JSON form: goodput, expected time with its p10/p90, the named breakdown,
+    the checkpoint interval, MTBF, expected failures and each cause's failures per hour on this cluster."""
+    from parplan.models.primitives.reliability import BREAKDOWN, Reliability
+
+    g = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in goodput.items()}
+    rates = (reliability or Reliability()).rates
+    return {"goodput": g["goodput"], "time_to_train_s": g["time_to_train_s"],
+            "time_to_train_p10_s": g["time_p10_s"], "time_to_train_p90_s": g["time_p90_s"],
+            "failure_free_time_s": float(token_budget) / float(tokens_per_s),
+            "breakdown_s": {k: g[k] for k in BREAKDOWN}, "checkpoint_interval_s": g["checkpoint_interval_s"],
+            "checkpoint_stall_s": g["checkpoint_stall_s"], "mtbf_s": g["mtbf_s"],
+            "expected_failures": g["expected_failures"], "expected_interruptions": g["expected_interrupts"],
+            "failure_profile": rates.profile,
+            "failures_per_hour_by_cause": rates.by_cause(ev.cluster.n_devices, ev.cluster.group.devices_per_node)}
+
+
 def rank(ev: Evaluated, objective: str = "throughput", price_per_hour: float | None = None,
-         candidates: np.ndarray | None = None) -> np.ndarray:
-    """Indices (into the space) of the fitting plans — or of ``candidates`` — best first (see module docstring)."""
+         candidates: np.ndarray | None = None, token_budget: float | None = None, reliability=None) -> np.ndarray:
+    """Indices (into the space) of the fitting plans — or of ``candidates`` — best first (see module docstring).
+    ``token_budget`` (tokens) and ``reliability`` (a ``Reliability``, default failures.yaml): ``time-to-train``."""
     idx = np.flatnonzero(ev.fits) if candidates is None else np.sort(np.asarray(candidates, dtype=np.int64))
     if idx.size == 0:
         return idx
@@ -264,6 +317,15 @@ def rank(ev: Evaluated, objective: str = "throughput", price_per_hour: float | N
         if price_per_hour is None:
             raise SpecError("the cost objective needs a price", key="--objective")
         primary, secondary = _quantize(cost_per_token(ev, price_per_hour)[idx]), mem
+    elif objective == "time-to-train":
+        if token_budget is None:
+            raise SpecError("the time-to-train objective needs a token budget", key="--token-budget",
+                            hint='add --token-budget, e.g. 15T')
+        t = np.asarray(plan_goodput(ev, idx, token_budget, reliability)["time_to_train_s"], dtype=float)
+        ok = np.isfinite(t)  # a plan whose expected time diverges (failures faster than its checkpoints) ranks last
+        primary = np.full(t.shape, np.inf)
+        primary[ok] = _quantize(t[ok])
+        secondary = mem
     else:
         raise SpecError(f"unknown objective {objective!r}", key="--objective", allowed=list(OBJECTIVES))
     # the space is built in ascending TIE_AXES order, so a stable sort on (primary, secondary) of ascending plan

@@ -240,3 +240,35 @@ def size_for_target(workload: Workload, cluster: Cluster, options: SearchOptions
     res.n_nodes = n
     res.tried.sort()
     return res, ev
+
+
+def best_time_to_train(ev: Evaluated, token_budget: float, reliability=None) -> float:
+    """The shortest goodput-aware expected time to train ``token_budget`` tokens among the fitting plans (inf when
+    none fits)."""
+    from parplan.planner.search import plan_goodput
+
+    idx = np.flatnonzero(ev.fits)
+    if idx.size == 0:
+        return float("inf")
+    return float(np.min(plan_goodput(ev, idx, token_budget, reliability)["time_to_train_s"]))
+
+
+def size_for_deadline(workload: Workload, cluster: Cluster, options: SearchOptions, token_budget: float,
+                      deadline_s: float, max_nodes: int, reliability=None, progress=None,
+                      budget: PlanBudget | None = None) -> tuple[SizingResult, Optional[Evaluated]]:
+    """The fewest nodes on which some plan trains ``token_budget`` tokens within ``deadline_s`` by the goodput-aware
+    expected time (failures, checkpoints and restarts included; more nodes fail more often, so the answer can be
+    above the failure-free one).  Node counts as ``size_for_target`` with the target ``budget / deadline`` (a
+    failure-free bound: goodput ≤ 1)."""
+    g = cluster.group
+    target = float(token_budget) / float(deadline_s)
+    n_start = min_nodes_bound(workload, cluster, target)
+    res = SizingResult(target_tokens_per_s=target, n_nodes=None, devices_per_node=g.devices_per_node,
+                       max_nodes=int(max_nodes), n_start=n_start, deadline_s=float(deadline_s),
+                       token_budget=float(token_budget))
+    n, ev = find_nodes(workload, cluster, options,
+                       lambda e: best_time_to_train(e, token_budget, reliability) <= deadline_s, n_start, max_nodes,
+                       progress=progress, tried=res.tried, budget=budget, notes=res.notes)
+    res.n_nodes = n
+    res.tried.sort()
+    return res, ev

@@ -97,7 +97,7 @@ def test_suggest_nothing_fits_suggests_dropping_pins():
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--objective", "speed"), "error: --objective: bad value 'speed' (allowed: throughput, memory, cost, devices)"),
+    (("--objective", "speed"), "error: --objective: bad value 'speed' (allowed: throughput, memory, cost, devices, time-to-train)"),
     (("--objective", "cost"), "error: --objective: the cost objective needs a price: device a100-sxm-80gb has no "
                               "cited price_per_hour in the catalog; pass --price-per-hour X (USD per device-hour, "
                               "your own figure)"),
