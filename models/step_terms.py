@@ -16,6 +16,8 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
+from parplan.models.port_terms import PortStage, port_contention
+from parplan.models.zero1_terms import gather_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
 
 # Bytes moved per parameter by one Adam step (memory-bound): read master, m, v, fp32 grad (16 B), write master,
@@ -173,6 +175,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         wf_f, wf_l = f_first - px_f, f_last - px_l
     win_f_b, win_l_b = og * wb_f, og * (wb_l + np.maximum(pp - 1, 0) * wb_m / v)
     x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
+    # the layers' share of a stage's gradients (the rest: embedding on the first, output projection on the last)
+    lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
+    lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
+    warm = np.minimum(pp, m)
     dp0 = np.maximum(x0(ar_f, win_f_b), x0(ar_l, win_l_b))
     # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
     # generalized to unequal stages: m·max + (Σ − max)/v
@@ -185,25 +191,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
     t_pipe = m * t_max + (sum_slots - t_max) / v
     bubble = t_pipe - m * t_max
-    # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order: chunk c (of v) must arrive
-    # before its first forward, which the interleaved warm-up reaches after c·min(p, m) forwards of earlier chunks
-    warm = np.minimum(pp, m)
-
-    def gather_exposure(ag, fwd):
-        # need(c) = (c+1)·ag/v − (1 + c·min(p, m))·fwd/v is linear in the chunk c: its maximum over 0…v−1 is at an end
-        last = v - 1.0
-        need0 = (0 + 1) * ag / v - op_ * (1.0 + 0 * warm) * fwd / v
-        need_l = (last + 1) * ag / v - op_ * (1.0 + last * warm) * fwd / v
-        return np.maximum(np.maximum(need0, need_l), 0.0)
-
-    gath = np.maximum(gather_exposure(ag_f, f_first), gather_exposure(ag_l, f_last))
+    # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
+    gath = np.maximum(gather_exposure(ag_f, f_first, v, warm, op_), gather_exposure(ag_l, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = np.maximum(x0(rs_f, win_f_b), x0(rs_l, win_l_b)) + gath + rep
-    # the layers' buckets are sent behind their own backward; the embedding's (first stage) and the output
+    # ZeRO-2: the layers' buckets are sent behind their own backward; the embedding's (first stage) and the output
     # projection's (last stage) gradients come last and their reduce-scatter runs behind the op that follows —
     # exposed once, at the end of the step, not per micro-batch
-    lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
-    lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
     # (per micro-batch: the layers' share hides in the backward, the whole by the end of the forward that follows)
     tail_f, tail_l = (rs_f - rs_fx) * (1 - lay_f), (rs_l - rs_lx) * (1 - lay_l)
     # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain.  (MoE) where
@@ -269,39 +263,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # (ZeRO-2 reduce-scatters, ZeRO-3 gathers) share a device's NIC, a steady-state slot is at least the NIC's work
     # in it; what the overlap formulas hid beyond that budget is contention, charged to the all-to-all part
     port_c = 0.0
-    if not one_kind:
-        dp_nic = (tp * cp * pp * S > dpn) & (P.dp * P.cp > 1)
-
-        def nic_mb(cs, rs, ag, ag_b):
-            dp_w = np.select([zero == 2, zero == 3], [rs, ag + ag_b + rs], 0.0)
-            return over(cs, lambda k: k.terms.nic_a2a) + np.where(dp_nic, dp_w, 0.0)
-
-        w_nic = np.maximum(np.maximum(nic_mb(c_first, rs_f, ag_f, ag_bf), nic_mb(c_last, rs_l, ag_l, ag_bl)),
-                           np.where(pp > 2, nic_mb(c_mid, rs_m, ag_m, ag_bm), 0.0))
+    if not one_kind:  # one port, one budget; one port, two flows (``port_terms``)
         steady_dp = np.select([zero == 2, zero == 3], [steady2, steady3], 0.0)
-        # ZeRO-1/2: the next step's parameter all-gather is on the same NIC (its exposure joins the compute side)
-        z12 = (zero == 1) | (zero == 2)
-        steady_dp = steady_dp + np.where(z12, gath / m, 0.0)
-        w_nic = w_nic + np.where(z12 & dp_nic, np.maximum(ag_f, ag_l) / m, 0.0)
-        # one port, two flows: where the EP group and the data-parallel group leave the device by the same port
-        # (both inside one scale-up domain: NVLink; both across it: the NIC), the exposed all-to-all shares it
-        # with the per-micro-batch DP collectives queued behind the compute; two flows share a port equally, so
-        # the exposed all-to-all takes up to its own time again (min(exposed all-to-all, DP work on the port) per
-        # micro-batch and stage).  Not where the pair overlap runs the all-to-all under another micro-batch's
-        # compute: there the exposed part is the pair's excess, which a faster compute enlarges, and the pair
-        # prices it
-
-        def share_mb(cs, slot, rs, ag, ag_b):
-            dp_w = np.select([zero == 2, zero == 3], [rs, ag + ag_b + rs], 0.0)
-            # (full recompute replays the forward, its exposed all-to-all included)
-            a2a_x = over(cs, lambda k: k.terms.ep_fwd * np.where(rc == 2, 2.0, 1.0) + k.terms.ep_bwd)
-            return slot + np.where(share, np.minimum(a2a_x, dp_w), 0.0)
-
-        t_share = np.maximum(np.maximum(share_mb(c_first, slot_first, rs_f, ag_f, ag_bf),
-                                      share_mb(c_last, slot_last, rs_l, ag_l, ag_bl)),
-                           np.where(pp > 2, share_mb(c_mid, slot_mid, rs_m, ag_m, ag_bm), 0.0))
-        steady_dp = np.where(P.dp * P.cp > 1, steady_dp, 0.0)
-        port_c = m * x0(np.maximum(w_nic, t_share + steady_dp), t_max + steady_dp)
+        port_c = port_contention(
+            [PortStage(c_first, slot_first, rs_f, ag_f, ag_bf), PortStage(c_last, slot_last, rs_l, ag_l, ag_bl),
+             PortStage(c_mid, slot_mid, rs_m, ag_m, ag_bm)],
+            over=over, zero=zero, rc=rc, pp=pp, m=m, t_max=t_max, steady_dp=steady_dp, gath=gath, share=share,
+            dp_on=P.dp * P.cp > 1, dp_span=dp_span, ep_span=ep_span, dpn=dpn)
     # ZeRO-2 bound by its port: what the chain of all-gather and reduce-scatters needs beyond the step so far
     dp_exposed = dp_exposed + np.where((zero == 2) & (P.dp * P.cp > 1), x0(chain2, t_pipe + dp_exposed + port_c), 0.0)
     intf = K[0].terms.intf

@@ -1,0 +1,73 @@
+"""A device's ports under MoE training (vectorized over plans; used by ``step_terms.assemble``): the expert
+all-to-all and the per-micro-batch data-parallel collectives leave a device by a port — NVLink where the group sits
+inside one scale-up domain, the NIC where it spans domains — and what one port carries bounds the step.
+
+* One port, one budget: a steady-state slot is at least the work of its busiest port in it — the all-to-all
+  volume of the stage's MoE layers (every transfer, hidden or not: an overlap hides time, not bytes; full
+  recompute replays the forward's dispatch and combine) plus the DP collectives that travel on the same port
+  (ZeRO-2 reduce-scatters, ZeRO-3 gathers and reduce-scatters, the ZeRO-1/2 all-gather spread over the micro-
+  batches).  What the overlap formulas hid beyond that budget is contention, charged to the all-to-all part.
+* One port, two flows: where the EP group and the DP group leave by the same port and no pair overlap hides the
+  all-to-all, the two share the port equally, so the exposed all-to-all takes up to its own time again
+  (min(exposed all-to-all, DP work on the port) per micro-batch and stage).  Under the pair overlap the exposed
+  part is the pair's excess, which a faster compute enlarges; the port budget prices that case.
+
+Both are monotone: a faster link shrinks the work, a faster compute shrinks the slot by at least what the budget
+adds (m·max(slot + steady, work) − m·slot never grows faster than the slot shrinks).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class PortStage:
+    """One pipeline stage (first, last or the largest middle one): its layer counts by kind, its slot and its DP
+    collectives per micro-batch (seconds)."""
+
+    counts: list
+    slot: object
+    rs: object
+    ag: object
+    ag_b: object
+
+
+def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, share, dp_on, dp_span, ep_span, dpn):
+    """Seconds the ports add to the step beyond the compute slots (``m`` × the excess of the busiest port's work,
+    or of the shared slot, over the slot + its steady DP exposure)."""
+    x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
+    dp_nic = (dp_span > dpn) & dp_on
+    ep_nvl = ep_span <= dpn
+    replay = np.where(rc == 2, 2.0, 1.0)  # full recompute sends the forward's dispatch and combine again
+    z12 = (zero == 1) | (zero == 2)
+    ag_mb = np.where(z12, np.maximum(stages[0].ag, stages[1].ag) / m, 0.0)  # the next step's all-gather, per slot
+
+    def dp_work(st: PortStage):
+        return np.where(dp_on, np.select([zero == 2, zero == 3], [st.rs, st.ag + st.ag_b + st.rs], 0.0) + ag_mb, 0.0)
+
+    def work(st: PortStage):
+        # NIC: the off-domain all-to-all share (dispatch + 3 combines' worth) and the DP collectives across domains
+        nic = over(st.counts, lambda k: k.terms.nic_a2a) + np.where(dp_nic, dp_work(st), 0.0)
+        # NVLink: the whole all-to-all of an in-domain EP group and the DP collectives inside the domain
+        a2a_all = over(st.counts, lambda k: k.terms.ep_fwd * replay + k.terms.ep_bwd + k.terms.ep_hidden)
+        nvl = np.where(ep_nvl, a2a_all, 0.0) + np.where(dp_on & ~dp_nic, dp_work(st), 0.0)
+        return np.maximum(nic, nvl)
+
+    def shared(st: PortStage):
+        dp_w = np.select([zero == 2, zero == 3], [st.rs, st.ag + st.ag_b + st.rs], 0.0)
+        a2a_x = over(st.counts, lambda k: k.terms.ep_fwd * replay + k.terms.ep_bwd)
+        # the DP flow occupies the port a share u = min(1, DP work / slot) of the slot (with its steady exposure), and the exposed all-to-all
+        # meets it that share of its time (at half rate): slot + min(a2a, DP)·u never shrinks as the slot grows
+        # (the slot as it stands with its steady DP exposure ``sd``: slot + sd + min(a2a, DP)·u grows with it)
+        # (ZeRO-3's gathers and reduce-scatters spread over forward and backward; ZeRO-2's reduce-scatters queue
+        # behind the backward's buckets, where the exposed all-to-all meets them throughout: u = 1)
+        u = np.where(zero == 3, np.minimum(1.0, dp_w / np.maximum(st.slot + sd, 1e-30)), 1.0)
+        return st.slot + np.where(share, np.minimum(a2a_x, dp_w) * u, 0.0)
+
+    deep = pp > 2
+    sd = np.where(dp_on, steady_dp + np.where(z12, gath / m, 0.0), 0.0)
+    w = np.maximum(np.maximum(work(stages[0]), work(stages[1])), np.where(deep, work(stages[2]), 0.0))
+    t_share = np.maximum(np.maximum(shared(stages[0]), shared(stages[1])), np.where(deep, shared(stages[2]), 0.0))
+    return m * x0(np.maximum(w, t_share + sd), t_max + sd)
