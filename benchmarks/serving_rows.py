@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from parplan.errors import SpecError
@@ -42,6 +42,9 @@ ARCH_FILL = {
 # (W8A8, performance.md "FP8"); fp16 is priced as bf16 (the same 16-bit tensor-core rate on A100/H100)
 PRECISION = {"fp8": ("fp8", "fp8"), "fp16": ("bf16", "bf16")}
 ENGINE = "trtllm"  # every row is a TensorRT-LLM run (framework column)
+# ... of v0.5.0 or v0.6.1 (framework column): priced with the engine profile of those releases (serving.yaml
+# `trtllm-0.6`: masked-MHA generation kernel, XQA came with v0.8 — TensorRT-LLM blogs/XQA-kernel.md)
+ENGINE_PROFILE = "trtllm-0.6"
 
 
 @dataclass
@@ -53,7 +56,7 @@ class Row:
     cluster: Cluster
     serving: ServingSpec
     deployment: Deployment
-    metric: str  # "throughput" (output tokens/s per GPU) or "ttft" (seconds, batch 1)
+    metric: str  # "throughput" (output tokens/s per GPU of a static batch) or "ttft" (seconds, batch 1)
     measured: float
     assumptions: list[str] = field(default_factory=list)
 
@@ -139,6 +142,9 @@ def translate(r: dict) -> Row:
     serving = serving_from_dict({"isl": isl, "osl": osl, **load,
                                  "precision": {"weights": weights, "activations": act, "kv_cache": PRECISION[kv][0]},
                                  "engine": ENGINE})
+    if not r["framework"].startswith(("TensorRT-LLM v0.5", "TensorRT-LLM v0.6")):
+        raise SpecError(f"framework {r['framework']!r} has no engine profile here", key="framework")
+    serving = replace(serving, engine=ENGINE_PROFILE)  # serve.yaml names engines only; the release is the row's
     # static batching (gptSessionBenchmark): whole prompts, no chunked prefill, the row's batch on one replica
     dep = parse_deployment(f"tp={tp},pp={pp},batch={batch},replicas=1", n)
     return Row(row_id=r["row_id"], source_id=r["source_id"], model=r["model"], workload=workload,

@@ -20,9 +20,18 @@ KIND_KEYS = {"estimate": (), "suggest": ("search",), "check": ("ok", "requiremen
              "simulate": ("schedule", "simulated_step_time_s", "devices", "totals"),  # devices: [] on mixed clusters
              "validate": ("ok", "tolerance")}
 KIND_PLAN_KEYS = {"validate": ("simulated_step_s", "step_diff", "ok"), "simulate": ("simulated_step_time_s",)}
+# serving documents (``--serve``: the envelope carries the request mix under ``serving``): each plan object has the
+# core keys first, then these serving keys (cli/serve_out.py ROW_KEYS; a latency is null where it is unbounded);
+# validate's plans have ``mode`` and their analytical/simulated pairs (cli/serve_sim_out.py)
+SERVING_HEAD = {"isl": dict, "osl": dict, "engine": str}
+SERVING_PLAN = {"mode": str, "n_devices": int, "ttft_p50_s": (float, None), "ttft_p99_s": (float, None),
+                "tpot_p50_s": (float, None), "tpot_p99_s": (float, None), "output_tokens_per_s": float,
+                "output_tokens_per_s_per_device": float, "kv_capacity_tokens": int, "slo_ok": bool}
 
 
-def _is(value: Any, kind: type) -> bool:
+def _is(value: Any, kind) -> bool:
+    if isinstance(kind, tuple):  # (type, None): the type or null
+        return value is None or any(_is(value, k) for k in kind if k is not None)
     if kind is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
@@ -50,6 +59,14 @@ def check_document(doc: Any) -> list[str]:
     for k in KIND_KEYS[kind]:
         if k not in doc:
             bad.append(f"{kind}: missing {k}")
+    serving = "serving" in doc
+    if serving:
+        sv = doc["serving"]
+        if not isinstance(sv, dict):
+            bad.append("serving: not an object")
+        else:
+            bad += [f"serving: missing or mistyped {k}" for k, t in SERVING_HEAD.items()
+                    if k not in sv or not _is(sv[k], t)]
     for i, p in enumerate(doc.get("plans") or []):
         where = f"plans[{i}]"
         if not isinstance(p, dict):
@@ -60,7 +77,16 @@ def check_document(doc: Any) -> list[str]:
                 bad.append(f"{where}: missing {k}")
             elif not _is(p[k], t):
                 bad.append(f"{where}.{k}: not a {t.__name__}")
-        if doc.get("heterogeneous"):
+        if serving:
+            if list(p)[:len(PLAN_CORE)] != list(PLAN_CORE):
+                bad.append(f"{where}: not the core keys first, in order")
+            # validate --serve plans carry analytical_/simulated_/diff_ pairs instead of the estimate's keys
+            for k, t in (SERVING_PLAN if kind != "validate" else {"mode": str}).items():
+                if k not in p:
+                    bad.append(f"{where}: missing {k}")
+                elif not _is(p[k], t):
+                    bad.append(f"{where}.{k}: mistyped")
+        elif doc.get("heterogeneous"):
             for k, t in HETERO_PLAN.items():
                 if k not in p or not _is(p[k], t):
                     bad.append(f"{where}: missing or mistyped {k}")
@@ -70,7 +96,9 @@ def check_document(doc: Any) -> list[str]:
             if k not in p:
                 bad.append(f"{where}: missing {k}")
         for k, v in p.items():
-            if str(k).endswith("_bytes") and v is not None and not _is(v, int):
+            # a serving plan's memory_bytes is a mapping of byte counts by part
+            counts = v.values() if serving and isinstance(v, dict) else (v,)
+            if str(k).endswith("_bytes") and any(x is not None and not _is(x, int) for x in counts):
                 bad.append(f"{where}.{k}: a byte count, not an integer")
     return bad
 

@@ -106,15 +106,16 @@ def _check(workload, cluster, dep: Deployment) -> None:
         raise SpecError("af-disaggregated deployments need an MoE model", key="deployment")
 
 
-def evaluate_serving(workload, cluster, serving, deps: list[Deployment]) -> dict:
-    """Arrays (one entry per deployment, in order) of every estimate quantity; deployments of any modes."""
+def evaluate_serving(workload, cluster, serving, deps: list[Deployment], *, engine_terms: dict | None = None) -> dict:
+    """Arrays (one entry per deployment, in order) of every estimate quantity; deployments of any modes
+    (``engine_terms``: fitted engine-profile values, see ``serving_terms.serving_context``)."""
     n = len(deps)
     out: dict = {}
     for mode in ("aggregated", "disaggregated", "af-disaggregated"):
         idx = [i for i, d in enumerate(deps) if d.mode == mode]
         if not idx:
             continue
-        res = _evaluate_mode(workload, cluster, serving, [deps[i] for i in idx], mode)
+        res = _evaluate_mode(workload, cluster, serving, [deps[i] for i in idx], mode, engine_terms)
         for k, v in res.items():
             v = np.asarray(v)
             if k not in out:
@@ -124,8 +125,8 @@ def evaluate_serving(workload, cluster, serving, deps: list[Deployment]) -> dict
     return out
 
 
-def _evaluate_mode(workload, cluster, serving, deps, mode) -> dict:
-    c = serving_context(workload, cluster, serving)
+def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) -> dict:
+    c = serving_context(workload, cluster, serving, engine_terms)
     cap = float(c.hw.memory_capacity_bytes)
     I, O = float(serving.isl_mean), float(serving.osl_mean)
     ctx = I + O / 2.0
@@ -198,11 +199,15 @@ def _evaluate_mode(workload, cluster, serving, deps, mode) -> dict:
             overload = np.zeros(len(deps), dtype=bool)
     b = np.maximum(b, 1e-9)
     t_it = cycle(b)
+    # a closed loop's arriving request sees the system as it is with the other N − 1 users (arrival theorem of
+    # closed networks, Lavenberg & Reiser 1980): its prefill queues behind their work only — none when N = 1
+    seen = (serving.concurrency - 1.0) / serving.concurrency if load == "closed" else 1.0
     r_rep = b / (O * t_it)
     if mode == "disaggregated":
         r_tot = np.where(overload, np.minimum(mu_p, mu_d), R * r_rep)
         rho = r_tot * t_p1 / Pf.R
-        Wq = mg1_wait(rho, t_p1, cv2)
+        rho_w = rho * seen
+        Wq = mg1_wait(rho_w, t_p1, cv2)
         S50, S99 = t_p1 * I50 / I, t_p1 * I99 / I
         xfer50, xfer99 = xf(I50), xf(I99)
         extra = np.zeros_like(R)
@@ -217,9 +222,12 @@ def _evaluate_mode(workload, cluster, serving, deps, mode) -> dict:
         t0 = total(it(0.0, b, b * ctx))
         tfull = total(it(beta, b, b * ctx))
         rho = np.where(C > 0, b * I / O / beta, r_rep * t_p1)
-        S = lambda i: np.where(C > 0, np.maximum(1.0, np.ceil(i / beta)) * t_it, t_p1 * i / I + t0 / 2.0)  # noqa
+        rho_w = rho * seen
+        # unchunked: the prompt waits for the decode iteration in flight (half of one, if any other user decodes)
+        S = lambda i: np.where(C > 0, np.maximum(1.0, np.ceil(i / beta)) * t_it,  # noqa: E731
+                               t_p1 * i / I + seen * t0 / 2.0)
         S50, S99 = S(I50), S(I99)
-        Wq = mg1_wait(rho, S(I), cv2)
+        Wq = mg1_wait(rho_w, S(I), cv2)
         if load == "closed":
             Wq = np.minimum(Wq, serving.concurrency / r_tot)
         extra = np.maximum(serving.concurrency / R - b_cap, 0.0) / r_rep if load == "closed" else np.zeros_like(R)
@@ -227,8 +235,8 @@ def _evaluate_mode(workload, cluster, serving, deps, mode) -> dict:
         tpot_sd = np.where(C > 0, (tfull - t0) * np.sqrt(phi * (1.0 - phi) / O), t_p1 * np.sqrt(b) / O)
         xfer50 = xfer99 = 0.0
     bad_q = overload | ((rho >= 1.0) & (load != "closed"))
-    ttft50 = np.where(bad_q, np.inf, wait_quantile(Wq, rho, 0.5) + extra + S50 + xfer50)
-    ttft99 = np.where(bad_q, np.inf, wait_quantile(Wq, rho, 0.99) + extra + S99 + xfer99)
+    ttft50 = np.where(bad_q, np.inf, wait_quantile(Wq, rho_w, 0.5) + extra + S50 + xfer50)
+    ttft99 = np.where(bad_q, np.inf, wait_quantile(Wq, rho_w, 0.99) + extra + S99 + xfer99)
     tpot50, tpot99 = t_it, t_it + Z99 * tpot_sd
     tput = r_tot * O
     # --- memory, fits, SLOs --------------------------------------------------------------------------------
@@ -262,8 +270,8 @@ def _evaluate_mode(workload, cluster, serving, deps, mode) -> dict:
     att = np.ones(len(deps))
     if "ttft_p99_s" in slo:
         slack = slo["ttft_p99_s"] - extra - S(I) if mode != "disaggregated" else slo["ttft_p99_s"] - extra - t_p1 - xfer
-        expo = np.clip(np.minimum(rho, 1.0) * slack / np.maximum(Wq, 1e-30), 0.0, 700.0)
-        att = att * np.where(slack < 0, 0.0, 1.0 - np.minimum(rho, 1.0) * np.exp(-expo))
+        expo = np.clip(np.minimum(rho_w, 1.0) * slack / np.maximum(Wq, 1e-30), 0.0, 700.0)
+        att = att * np.where(slack < 0, 0.0, 1.0 - np.minimum(rho_w, 1.0) * np.exp(-expo))
     if "tpot_s" in slo:
         from scipy.special import ndtr
 
@@ -411,7 +419,7 @@ def estimate_at(res: dict, i: int, dep: Deployment, workload, cluster, serving) 
         interval=(f("interval_low"), f("interval_high")))
 
 
-def estimate_serving(workload, cluster, serving, deployment) -> ServingEstimate:
+def estimate_serving(workload, cluster, serving, deployment, *, engine_terms: dict | None = None) -> ServingEstimate:
     """Estimate one deployment (a ``Deployment`` or its string) — ``evaluate_serving`` on a list of one."""
     serving = load_serving(serving)
     if not cluster.is_homogeneous:
@@ -419,5 +427,5 @@ def estimate_serving(workload, cluster, serving, deployment) -> ServingEstimate:
                         key="--hw")
     dep = as_deployment(deployment, cluster.n_devices)
     _check(workload, cluster, dep)
-    res = evaluate_serving(workload, cluster, serving, [dep])
+    res = evaluate_serving(workload, cluster, serving, [dep], engine_terms=engine_terms)
     return estimate_at(res, 0, dep, workload, cluster, serving)

@@ -12,16 +12,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from parplan.errors import SpecError
 from parplan.models.hardware_context import HardwareContext, hardware_context
 from parplan.models.primitives.calibration import load_calibration
 from parplan.models.primitives.collectives import allreduce_s, alltoall_s, hierarchical_alltoall_s
 from parplan.models.primitives.kernels import attention_efficiency, gemm_efficiency, grouped_gemm_efficiency
 from parplan.models.primitives.moe_routing import imbalance_factor
 from parplan.models.serving_memory import VALUE_BYTES, WEIGHT_BYTES, kv_bytes_per_token_layer, kv_layer_equivalents
+
+# fp8 activations quantize the GEMM inputs only: the GEMMs write 16-bit outputs and the residual stream, norms and
+# TP all-reduces stay 16-bit (vLLM fp8 W8A8: dynamic per-token activation scales before each linear layer,
+# docs.vllm.ai/en/latest/features/quantization/fp8.html; TensorRT-LLM FP8 GEMM plugins output fp16/bf16)
+RESIDUAL_BYTES = 2.0
 
 PARTS = ("gemm_s", "expert_gemm_s", "attention_prefill_s", "attention_decode_s", "memory_bound_s", "lm_head_s",
          "tp_comm_s", "ep_comm_s", "pp_p2p_s", "af_expert_exposed_s", "af_comm_exposed_s", "host_s")
@@ -34,6 +41,15 @@ class _Engine(BaseModel):
     overlap: bool
     gpu_memory_utilization: float = Field(gt=0, le=1)
     block_tokens: int = Field(ge=1)
+    # decode attention kernel: "grouped" reads each KV head once for its query-head group (XQA, FlashInfer,
+    # FlashAttention); "per-query-head" loads a KV head once per query head (masked MHA, one block per head)
+    decode_attention: Literal["grouped", "per-query-head"]
+    # per-query-head kernels: share of the repeated KV-head loads that miss L2 and reach HBM (1: every query head's
+    # load streams from HBM; 0: the group's blocks run together and hit L2) — a global engine term fitted by
+    # benchmarks/serving_accuracy.py (leave-one-source-out), 1.0 until fitted
+    reload_hbm_fraction: float = Field(default=1.0, ge=0, le=1)
+    # fp8 GEMMs of the engine's kernel library as a fraction of the measured fp8 MAMF (1: the measured kernels)
+    fp8_gemm_scale: float = Field(default=1.0, gt=0, le=1)
     source: str
 
 
@@ -72,7 +88,8 @@ class ServingContext:
     hw: HardwareContext
     engine: _Engine
     wb: float  # bytes per linear-layer weight
-    ab: float  # bytes per activation value
+    ab: float  # bytes per GEMM input activation (fp8 when activations are fp8)
+    rb: float  # bytes per residual-stream value: GEMM outputs, norms, all-reduces, hand-offs (16-bit)
     kvb_prec: str
     peak: float
     peak16: float
@@ -86,15 +103,24 @@ class ServingContext:
         return float(self.model.layers)
 
 
-def serving_context(workload, cluster, serving) -> ServingContext:
+def serving_context(workload, cluster, serving, engine_terms: dict | None = None) -> ServingContext:
+    """``engine_terms``: values replacing fields of the engine's profile (the accuracy harness's fitted terms)."""
     from parplan.models.efficiency import efficiency_for
 
     group = cluster.group
     prec = math_precision(serving)
     hw = hardware_context(group, prec, efficiency_for(group.device))
     eng = serving_file().engines[serving.engine]
+    if engine_terms:
+        from pydantic import ValidationError
+
+        try:
+            eng = _Engine.model_validate({**eng.model_dump(), **engine_terms})
+        except ValidationError as err:
+            raise SpecError(f"bad engine terms {sorted(engine_terms)}: {err.errors()[0]['msg']}",
+                            key="engine_terms") from None
     return ServingContext(model=workload.model, hw=hw, engine=eng, wb=WEIGHT_BYTES[serving.weights],
-                          ab=VALUE_BYTES[serving.activations], kvb_prec=serving.kv_cache,
+                          ab=VALUE_BYTES[serving.activations], rb=RESIDUAL_BYTES, kvb_prec=serving.kv_cache,
                           peak=hw.peak_flops_per_s, peak16=hw.peak16_flops_per_s,
                           bw=hw.memory_bandwidth_bytes_per_s * hw.kernels.memory_fraction, t_k=hw.kernel_overhead_s,
                           isl=float(serving.isl_mean), is_moe=hasattr(workload.model, "experts"))
@@ -112,11 +138,19 @@ class PoolShape:
 
 
 def _gemm(c: ServingContext, M, K, N):
-    """One linear layer: max(FLOPs at peak × shape efficiency, activations + weights through HBM) + launch."""
+    """One linear layer: max(FLOPs at peak × shape efficiency, activations + weights through HBM) + launch.
+
+    The shape efficiency never exceeds the measured maximum-achievable fraction (MAMF: the best over a brute-force
+    shape search, ml-engineering compute/accelerator/README.md; kernels.gemm_efficiency caps it the same way, the
+    min here keeps serving figures independent of that).  The engine's ``fp8_gemm_scale`` prices an older fp8
+    kernel library (serving.yaml)."""
     M = np.maximum(M, 0.0)
     flops = 2.0 * M * K * N
-    eff = gemm_efficiency(np.maximum(M, 1.0), K, N, c.hw.kernels, c.hw.math_dtype)
-    nbytes = (M * K + M * N) * c.ab + K * N * c.wb
+    mamf = c.hw.kernels.gemm_for(c.hw.math_dtype)[0]
+    eff = np.minimum(gemm_efficiency(np.maximum(M, 1.0), K, N, c.hw.kernels, c.hw.math_dtype), mamf)
+    if c.hw.math_dtype == "fp8":
+        eff = eff * c.engine.fp8_gemm_scale
+    nbytes = M * K * c.ab + M * N * c.rb + K * N * c.wb
     return np.maximum(flops / (c.peak * eff), nbytes / c.bw) + c.t_k
 
 
@@ -136,6 +170,20 @@ def _alltoall(c: ServingContext, nbytes, ranks):
     inter_bw = cx.busbw(nbytes, hw.inter_rate) * dpn
     hier = hierarchical_alltoall_s(nbytes, ranks, dpn, intra_bw, inter_bw, hw.intra_lat, hw.inter_lat)
     return np.where(ranks > dpn, hier, flat)
+
+
+def kv_loads_per_head(c: ServingContext, tp):
+    """Times a decode step loads each cached KV head: 1 for a grouped kernel; for a per-query-head kernel the query
+    heads a KV head serves on one device, ⌈heads/tp⌉ / ⌈kv_heads/tp⌉ (GQA; MHA and MLA: 1).  TensorRT-LLM's masked
+    MHA generation kernel ran one thread block per (sequence, query head) until the XQA kernel for MQA/GQA
+    (TensorRT-LLM blog 'New XQA-kernel provides 2.4x more Llama-70B throughput', nvidia.github.io/TensorRT-LLM/
+    blogs/XQA-kernel.html; docs/source/advanced/gpt_attention.md 'XQA Optimization')."""
+    tp = np.asarray(tp, dtype=np.float64)
+    m = c.model
+    if c.engine.decode_attention == "grouped" or getattr(m, "is_mla", False):
+        return np.ones_like(tp)
+    group = np.ceil(float(m.heads) / tp) / np.ceil(float(m.kv_heads) / tp)
+    return 1.0 + c.engine.reload_hbm_fraction * (group - 1.0)
 
 
 def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nmat, attn_only=False):
@@ -162,15 +210,15 @@ def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nm
                                                                    c.hw.attention)) + c.t_k, 0.0)
     ctx = kv / np.maximum(xd, 1e-9)
     fl_d = 2.0 * kv * (qk + vd) / tp
-    kv_read = kv * kv_bytes_per_token_layer(m, c.kvb_prec, tp)
+    kv_read = kv * kv_bytes_per_token_layer(m, c.kvb_prec, tp) * kv_loads_per_head(c, tp)
     eff_d = attention_efficiency(np.maximum(ctx, 1.0), hd, False, False, c.hw.attention)
     a_d = np.where(xd > 0, np.maximum(kv_read / c.bw, fl_d / (c.peak16 * eff_d)) + c.t_k, 0.0)
     # token-wise kernels (bytes per token): 2 norms (r h, w h), 2 residual adds (r 2h, w h), rotary on q and k,
     # the MLP activation (r (nmat−1)·f, w f per token), the new tokens' K,V written to the cache
     q, kvd = float(m.q_dim), float(m.kv_dim)
-    per_tok = (2 * 2 + 2 * 3) * h * c.ab + 2 * c.ab * (q + kvd) / tp
+    per_tok = (2 * 2 + 2 * 3) * h * c.rb + 2 * c.rb * (q + kvd) / tp
     if not attn_only and mlp_f > 0:
-        per_tok = per_tok + nmat * mlp_f / tp * c.ab
+        per_tok = per_tok + nmat * mlp_f / tp * c.rb
     mem = x * (per_tok + kv_bytes_per_token_layer(m, c.kvb_prec, tp)) / c.bw
     return {"gemm_s": g, "attention_prefill_s": a_p, "attention_decode_s": a_d, "memory_bound_s": mem}
 
@@ -187,11 +235,11 @@ def _experts(c: ServingContext, tokens, devices, ep, local_split):
     local = E / ep
     m_e = tokens * k / E * gamma  # tokens per expert on the busiest rank
     fl = 2.0 * m_e * local * nmat * h * f / local_split
-    eff = grouped_gemm_efficiency(np.maximum(m_e, 1.0), h, nmat * f / local_split, local, c.hw.kernels,
-                                  c.hw.math_dtype)
+    eff = np.minimum(grouped_gemm_efficiency(np.maximum(m_e, 1.0), h, nmat * f / local_split, local, c.hw.kernels,
+                                             c.hw.math_dtype), c.hw.kernels.gemm_for(c.hw.math_dtype)[0])
     hit = 1.0 - np.power(1.0 - k / E, np.maximum(tokens, 0.0))
     w_read = local * hit * nmat * h * f / local_split * c.wb
-    act = m_e * local * (2 * h + nmat * f / local_split) * c.ab
+    act = m_e * local * (h * (c.ab + c.rb) + nmat * f / local_split * c.rb)
     del devices
     return np.where(tokens > 0, np.maximum(fl / (c.peak * eff), (w_read + act) / c.bw) + 2 * c.t_k, 0.0)
 
@@ -214,7 +262,7 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
     dense = _layer_dense_parts(c, s, x, xp, xd, kv, float(m.ffn_hidden), nmat)
     for k, v in dense.items():
         parts[k] = parts[k] + n_dense * v
-    ar = _allreduce(c, x * h * c.ab, tp, s.n_devices_span)
+    ar = _allreduce(c, x * h * c.rb, tp, s.n_devices_span)
     # SPD (S07): in a fraction spd_drop of the blocks the all-reduce after attention is dropped
     attn_ar = (1.0 - np.asarray(spd_drop, dtype=np.float64)) * ar
     parts["tp_comm_s"] = parts["tp_comm_s"] + n_dense * (attn_ar + ar)
@@ -229,7 +277,10 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
         devices = tp * dp
         expert_t = _experts(c, x * dp, devices, ep, devices / ep)
         parts["expert_gemm_s"] = parts["expert_gemm_s"] + n_moe * expert_t
-        a2a = np.where(ep > 1, 2.0 * _alltoall(c, x * float(m.top_k) * h * c.ab, ep), 0.0)
+        # dispatch may travel in fp8, the combine returns 16-bit partial outputs (DeepEP README: FP8 dispatch,
+        # BF16 combine)
+        tok = x * float(m.top_k) * h
+        a2a = np.where(ep > 1, _alltoall(c, tok * c.ab, ep) + _alltoall(c, tok * c.rb, ep), 0.0)
         moe_ar = np.where(devices / ep > 1, ar, 0.0)  # expert-TP partial sums reduced over tp
         # MixServe (S15): the fused AR–A2A overlaps the intra-node all-reduce with the all-to-all
         both = fused & (moe_ar > 0) & (a2a > 0)
@@ -240,7 +291,7 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
     rows = xd + (np.asarray(prefill_seqs, dtype=np.float64) / split if prefill_seqs is not None
                  else np.where(xp > 0, np.maximum(xp / max(c.isl, 1.0), 1.0 / split), 0.0))
     parts["lm_head_s"] = _gemm(c, rows, h, float(m.vocab) / tp)
-    hop_bytes = x * h * c.ab
+    hop_bytes = x * h * c.rb
     p2p = c.hw.intra_lat + hop_bytes / c.hw.intra_rate
     parts["pp_p2p_s"] = (pp - 1.0) * p2p
     gpu = sum(parts[k] for k in PARTS if k != "host_s")

@@ -174,3 +174,94 @@ def test_serving_spec_errors(tmp_path):
     assert s.isl.mean == 200 and s.load == "saturated"
     rng = np.random.default_rng(0)
     assert (s.isl.sample(rng, 100) >= 100).all()
+
+
+# --- static batching, closed-loop queueing, 16-bit residual stream, decode attention kernels, GEMM cap ----------
+FP8 = {"weights": "fp8", "activations": "fp8", "kv_cache": "fp8"}
+
+
+def _static(w, c, isl, osl, dep, engine="trtllm", **prec):
+    from parplan.models.serving_static import static_batch
+
+    s = load_serving({"isl": isl, "osl": osl, "engine": "trtllm", "precision": prec or FP8})
+    # serve.yaml names the engine; the release profile (serving.yaml trtllm-0.6) is chosen by the accuracy harness
+    return static_batch(w, c, replace(s, engine=engine), dep)
+
+
+def test_static_batch_prices_the_context_then_a_growing_cache(w70, h100):
+    s = _static(w70, h100, 128, 256, "tp=4,batch=64")
+    assert s.context_s == pytest.approx(sum(s.context_breakdown_s.values()))
+    assert s.generation_s == pytest.approx(sum(s.generation_breakdown_s.values()))
+    # gptSessionBenchmark: output tokens of the batch over the whole generate call (context phase included)
+    assert s.output_tokens_per_s == pytest.approx(64 * 256 / (s.context_s + s.generation_s))
+    assert s.output_tokens_per_s_per_device == pytest.approx(s.output_tokens_per_s / 4)
+    longer = _static(w70, h100, 128, 512, "tp=4,batch=64")
+    # the second half of the answer attends over a longer cache: it costs more than the first half
+    assert longer.generation_s > 2 * s.generation_s
+    assert longer.context_s == pytest.approx(s.context_s)
+    one = _static(w70, h100, 128, 1, "tp=4,batch=1")
+    assert one.generation_s == 0.0 and one.kv_tokens_needed == 129 and one.fits
+
+
+def test_static_batch_faster_hardware_never_slower(w70):
+    h100, h200 = load_cluster("h100-sxm-80gb:1x8"), load_cluster("h200-sxm-141gb:1x8")
+    for isl, osl in ((128, 128), (2048, 512)):
+        a, b = _static(w70, h100, isl, osl, "tp=4,batch=32"), _static(w70, h200, isl, osl, "tp=4,batch=32")
+        assert b.latency_s <= a.latency_s * (1 + 1e-9) and b.kv_capacity_tokens >= a.kv_capacity_tokens
+
+
+def test_static_batch_refuses_what_it_cannot_price(w70, h100):
+    from parplan.models.serving_static import static_batch
+
+    with pytest.raises(SpecError, match="fixed"):
+        static_batch(w70, h100, {"isl": {"dist": "uniform", "min": 1, "max": 9}, "osl": 8}, "tp=4,batch=8")
+    with pytest.raises(SpecError, match="aggregated"):
+        static_batch(w70, h100, {"isl": 8, "osl": 8}, "prefill:1x(tp=4)+decode:1x(tp=4,batch=8)")
+    with pytest.raises(SpecError, match="engine terms"):
+        static_batch(w70, h100, {"isl": 8, "osl": 8}, "tp=4,batch=8", engine_terms={"bogus": 1.0})
+
+
+def test_one_user_never_queues(w70, h100):
+    # a closed loop of one user: its prompt waits behind nobody (arrival theorem), TTFT = its own prefill
+    e = estimate_serving(w70, h100, {"isl": 2048, "osl": 1, "concurrency": 1}, "tp=4,batch=1")
+    assert e.ttft_p50_s == pytest.approx(e.prefill_s, rel=1e-9)
+    many = estimate_serving(w70, h100, {"isl": 2048, "osl": 1, "concurrency": 8}, "tp=4,batch=8")
+    assert many.ttft_p50_s >= e.ttft_p50_s
+
+
+def test_fp8_activations_keep_a_16_bit_residual_stream(w70, h100):
+    bf = estimate_serving(w70, h100, {**CHAT, "precision": {"weights": "fp8"}}, "tp=8,batch=64")
+    f8 = estimate_serving(w70, h100, {**CHAT, "precision": {"weights": "fp8", "activations": "fp8"}}, "tp=8,batch=64")
+    # the TP all-reduces carry the 16-bit GEMM outputs either way
+    assert f8.decode_breakdown_s["tp_comm_s"] == pytest.approx(bf.decode_breakdown_s["tp_comm_s"])
+    assert f8.prefill_breakdown_s["gemm_s"] < bf.prefill_breakdown_s["gemm_s"]  # fp8 tensor cores
+
+
+def test_per_query_head_decode_reads_the_cache_per_head(w70, h100):
+    kw = dict(isl=128, osl=1024, dep="tp=4,batch=64")
+    grouped = _static(w70, h100, kw["isl"], kw["osl"], kw["dep"], engine="trtllm")
+    legacy = _static(w70, h100, kw["isl"], kw["osl"], kw["dep"], engine="trtllm-0.6")
+    assert legacy.generation_breakdown_s["attention_decode_s"] > 2 * grouped.generation_breakdown_s[
+        "attention_decode_s"]
+    # multi-head attention (one query head per KV head): the kernels read the same bytes
+    mha = load_workload("llama2-7b", seq_len=1, global_batch=1)
+    a = _static(mha, h100, 128, 256, "tp=1,batch=32", engine="trtllm")
+    b = _static(mha, h100, 128, 256, "tp=1,batch=32", engine="trtllm-0.6",
+                weights="bf16", activations="bf16", kv_cache="fp8")
+    c = _static(mha, h100, 128, 256, "tp=1,batch=32", engine="trtllm", weights="bf16", activations="bf16",
+                kv_cache="fp8")
+    assert b.generation_breakdown_s["attention_decode_s"] == pytest.approx(c.generation_breakdown_s[
+        "attention_decode_s"])
+    assert a.fits
+
+
+def test_prompt_gemms_never_beat_the_measured_mamf(w70, h100):
+    from parplan.models.serving_terms import serving_context
+
+    s = load_serving({"isl": 2048, "osl": 1, "concurrency": 1, "precision": FP8})
+    e = estimate_serving(w70, h100, s, "tp=8,batch=1")
+    c = serving_context(w70, h100, s)
+    mamf = c.hw.kernels.gemm_for("fp8")[0]
+    m = w70.model
+    lin = 2.0 * 2048 * (m.layers * (m.attention_params + m.mlp_params)) / 8  # FLOPs of the decoder's linears
+    assert e.prefill_breakdown_s["gemm_s"] >= lin / (c.peak * mamf) * (1 - 1e-6)
