@@ -53,6 +53,11 @@ def register(app: typer.Typer) -> None:
         debug: DebugOpt = False,
     ) -> None:
         """Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input."""
+        from parplan.workloads.registry import verbs_for
+
+        verbs = verbs_for(model)  # a family with its own verbs (task graphs): --max-step-time-s bounds the run time
+        if verbs is not None:
+            return verbs.check(model, hw, plan=plan, max_time_s=max_step_time_s, fmt=fmt, output=output)
         if serve is not None:
             from parplan.cli.serve_out import serve_check
 

@@ -113,6 +113,11 @@ def register(app: typer.Typer) -> None:
         debug: DebugOpt = False,
     ) -> None:
         """Predict step time, throughput, MFU and memory of one parallel plan (--serve: of a serving deployment)."""
+        from parplan.workloads.registry import verbs_for
+
+        verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets): its handler prints
+        if verbs is not None:
+            return verbs.estimate(model, hw, plan=plan, fmt=fmt, output=output)
         if serve is not None:
             from parplan.cli.serve_out import serve_estimate
 

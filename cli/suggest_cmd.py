@@ -199,6 +199,11 @@ def register(app: typer.Typer) -> None:
 
         _door_suggest(top, memory_headroom, max_mbs, price_per_hour, target_tokens_per_s, max_nodes, time_limit,
                       max_plans, max_configurations)
+        from parplan.workloads.registry import verbs_for
+
+        verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets): its handler prints
+        if verbs is not None:
+            return verbs.suggest(model, hw, fix=fix, top=top, fmt=fmt, output=output)
         check_precision(precision)
         check_framework(framework)
         framework = export_framework(export, framework, export_output)

@@ -26,3 +26,7 @@ class FamilyInfo:
     # plans over several device groups (heterogeneous clusters): the cost model and the planner, "" = none yet
     hetero_model: str = ""  # e.g. "parplan.models.hetero"
     hetero_planner: str = ""  # e.g. "parplan.planner.hetero"
+    # a family whose workloads are not transformer jobs brings its own verb handlers: the module path of functions
+    # estimate/suggest/check/simulate/validate(model, hw, **opts) that print like the other verbs ("" = the shared
+    # transformer verbs); workload files of such a family carry a top-level ``family:`` key (registry.verbs_for)
+    verbs: str = ""  # e.g. "parplan.cli.tasks_out"

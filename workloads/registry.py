@@ -49,7 +49,8 @@ def family_info(name: object, *, file: str | None = None, key: str = "architectu
     fams = _families()
     if isinstance(name, str) and name in fams:
         return fams[name]
-    names = sorted(fams)
+    # families with their own verbs are top-level ``family:`` files, never an ``architecture.family`` value
+    names = sorted(n for n, i in fams.items() if key != "architecture.family" or not i.verbs)
     what = f"unknown family {name!r}" if isinstance(name, str) else f"bad value {name!r}: must be a family name"
     raise SpecError(what, file=file, key=key, allowed=names,
                     hint=_suggestion(name, names) if isinstance(name, str) else None)
@@ -68,3 +69,30 @@ def family_of(spec: object) -> FamilyInfo:
     if best is None:
         raise SpecError(f"{type(spec).__name__} belongs to no registered family", allowed=family_names())
     return best[1]
+
+
+def verbs_for(model_ref: object):
+    """The verb-handler module of the family of the workload file ``model_ref`` when that family brings its own
+    verbs (``FamilyInfo.verbs``), else None.  Cheap: only a file whose name ends in .yaml/.yml is read (with the
+    bounded loader) and only its top-level ``family:`` key is looked at; catalog ids, Hugging Face configs and
+    transformer files (whose family sits under ``architecture:``) return None without importing any family."""
+    import importlib
+    from pathlib import Path
+
+    text = str(model_ref)
+    if not text.endswith((".yaml", ".yml")):
+        return None
+    path = Path(text)
+    try:
+        if not path.is_file():
+            return None
+    except (OSError, ValueError):
+        return None
+    from parplan.spec import load_yaml_file
+
+    data = load_yaml_file(path)
+    name = data.get("family") if isinstance(data, dict) else None
+    if not isinstance(name, str):
+        return None
+    info = family_info(name, file=text, key="family")
+    return importlib.import_module(info.verbs) if info.verbs else None

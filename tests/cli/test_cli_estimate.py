@@ -163,6 +163,14 @@ def test_every_example_file_loads(root):
             from parplan.workloads.serving import load_serving
 
             assert load_serving(f).isl.mean > 0
+        elif "family: task-graph" in text:  # a task-graph workload (examples/stencil.yaml)
+            from parplan.workloads.taskgraph import load_taskgraph
+
+            assert load_taskgraph(f).summary().tasks.min() >= 1
+        elif "kind: cpu-" in text:  # a CPU machine (examples/epyc-2s.yaml)
+            from parplan.hardware.cpu import load_cpu_machine
+
+            assert load_cpu_machine(f).cores_per_node > 0
         elif "peak_flops:" in text:  # a custom device (examples/h100-nvl.yaml), as `parplan catalog add` checks it
             check_entry_file("device", f, f.stem)
         else:

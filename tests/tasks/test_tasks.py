@@ -1,0 +1,125 @@
+"""Task-graph family: catalogs, workload generators, the closed form (parts sum, laws), the planner through the CLI
+hook, the work-stealing executor's agreement, and the C/OpenMP benchmark build (skipped without a compiler)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from parplan.cli.app import app
+from parplan.hardware.cpu import get_socket, load_cpu_machine, machine_ids, socket_ids
+from parplan.models.tasks import estimate_plan, parse_plan
+from parplan.models.tasks_terms import TIME_PARTS
+from parplan.errors import SpecError
+from parplan.workloads.registry import verbs_for
+from parplan.workloads.taskgraph import load_taskgraph
+
+runner = CliRunner()
+
+
+def test_catalog_has_eight_sockets_and_machines():
+    assert len(socket_ids()) >= 8 and len(machine_ids()) >= 4
+    for i in socket_ids():
+        s = get_socket(i)
+        assert s.cores > 0 and s.stream_bytes_per_s > 0 and s.core_peak() > 0 and len(s.source) > 8
+    for i in machine_ids():
+        assert load_cpu_machine(i).cores_per_node > 0
+
+
+def test_fib_generator_counts():
+    spec = load_taskgraph({"family": "task-graph", "name": "f", "kernel": {"name": "fib", "n": 10}, "grain": [2]})
+    s = spec.summary()
+    # cutoff 2: every call with n >= 2 spawns two tasks; fib(10) makes 177 calls, 88 of them with n >= 2
+    assert s.tasks[0] == 176 and s.work_s[0] == pytest.approx(177 * 2e-9)
+
+
+def test_parts_sum_and_fine_grain_collapse(root):
+    w, m = load_taskgraph(root / "examples/stencil.yaml"), load_cpu_machine(root / "examples/epyc-2s.yaml")
+    times = {}
+    for g in w.grains:
+        e = estimate_plan(w, m, parse_plan(f"runtime=libgomp,grain={g}", w, m))
+        assert sum(e.parts.values()) == pytest.approx(e.total_s, rel=1e-12)
+        times[g] = e
+    assert times[32].parts["contention_s"] > times[128].parts["contention_s"]  # fine grain: serialized overhead
+    rep = estimate_plan(w, m, parse_plan("runtime=taskiter,grain=32", w, m))
+    assert rep.total_s < times[32].total_s / 3  # replay removes creation and the lock (S10's direction)
+
+
+def test_more_threads_never_slower_at_coarse_grain(root):
+    w, m = load_taskgraph(root / "examples/stencil.yaml"), load_cpu_machine("epyc-7763-2s")
+    prev = np.inf
+    for t in (1, 2, 4, 8):
+        e = estimate_plan(w, m, parse_plan(f"runtime=libomp,threads={t},sockets=1,grain=256", w, m))
+        assert e.total_s <= prev
+        prev = e.total_s
+
+
+def test_verbs_for_sniffs_only_task_graph_files(root):
+    assert verbs_for(str(root / "examples/stencil.yaml")).__name__ == "parplan.cli.tasks_out"
+    assert verbs_for(str(root / "examples/llama3-70b.yaml")) is None
+    assert verbs_for("llama3-70b") is None
+
+
+def test_cli_suggest_ranks_runtime_threads_grain(root):
+    r = runner.invoke(app, ["suggest", str(root / "examples/stencil.yaml"), "--hw", str(root / "examples/epyc-2s.yaml"),
+                            "--format", "json", "--top", "5"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    rows = doc["plans"]
+    assert len(rows) == 5 and rows[0]["total_s"] <= rows[-1]["total_s"]
+    for row in rows:
+        assert sum(row[k] for k in TIME_PARTS) == pytest.approx(row["total_s"], rel=1e-9)
+    t = runner.invoke(app, ["suggest", str(root / "examples/stencil.yaml"), "--hw", str(root / "examples/epyc-2s.yaml")])
+    assert t.exit_code == 0 and "runtime" in t.stdout and "span" in t.stdout
+
+
+def test_cli_estimate_and_bad_plan(root):
+    args = ["estimate", str(root / "examples/stencil.yaml"), "--hw", str(root / "examples/epyc-2s.yaml")]
+    r = runner.invoke(app, args + ["--plan", "runtime=libomp,threads=64,grain=128"])
+    assert r.exit_code == 0, r.output and "contention" in r.stdout
+    bad = runner.invoke(app, args + ["--plan", "runtime=libgom"])
+    assert bad.exit_code == 2 and "did you mean 'libgomp'" in bad.stderr
+    bad = runner.invoke(app, args + ["--plan", "threads=999"])
+    assert bad.exit_code == 2 and "threads" in bad.stderr
+
+
+def test_cli_check_exit_codes(root):
+    args = ["check", str(root / "examples/stencil.yaml"), "--hw", str(root / "examples/epyc-2s.yaml")]
+    assert runner.invoke(app, args + ["--max-step-time-s", "100"]).exit_code == 0
+    assert runner.invoke(app, args + ["--max-step-time-s", "1e-6"]).exit_code == 1
+
+
+def test_unknown_workload_key_is_an_error(tmp_path):
+    f = tmp_path / "w.yaml"
+    f.write_text("family: task-graph\nname: x\nkernel: {name: fib, n: 20, bogus: 1}\n")
+    with pytest.raises(SpecError, match="bogus"):
+        load_taskgraph(f)
+
+
+def test_executor_agrees_on_most_cases(tmp_path):
+    from parplan.executor.worksteal import agreement
+
+    f = tmp_path / "fib.yaml"
+    f.write_text("family: task-graph\nname: fib\nkernel: {name: fib, n: 18}\ngrain: [6, 12]\n")
+    rows = agreement(f, "epyc-7763-2s", threads=[1, 4], runtimes=["libomp", "libgomp"])
+    assert len(rows) == 8
+    assert sum(abs(r["error"]) <= 0.25 for r in rows) >= 6
+
+
+def test_c_fib_builds_and_runs(tmp_path, root):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler on this machine")
+    exe = tmp_path / "fib"
+    p = subprocess.run([cc, "-O2", "-fopenmp", str(root / "benchmarks/omp/fib.c"), "-o", str(exe)],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"the compiler has no OpenMP: {p.stderr.strip()[:200]}")
+    out = subprocess.run([str(exe), "16", "8", "1"], capture_output=True, text=True, env={"OMP_NUM_THREADS": "1"},
+                         timeout=60)
+    doc = json.loads(out.stdout)
+    assert doc["result"] == 987 and doc["time_s"] > 0

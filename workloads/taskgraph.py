@@ -1,0 +1,322 @@
+"""Task-graph workloads (``family: task-graph``): a DAG summary, or a generator for a standard kernel, with a grain
+knob, plus an optional hybrid MPI decomposition (ranks × threads).
+
+A workload file::
+
+    family: task-graph
+    name: stencil-gs-4096
+    kernel: {name: stencil, n: 4096, iterations: 200, point_s: 2.0e-9, variant: gauss-seidel}
+    grain: [32, 64, 128, 256, 512]       # the knob the planner sweeps: block size (stencil), cutoff (fib, sort),
+                                         # depth (nqueens), blocks per side (sparselu), tau (bfs)
+    mpi: {face_bytes: 32768, dims: 2, allreduces_per_iteration: 0}   # optional: halo exchange per iteration
+
+or ``dag: {work_s, span_s, tasks, deps_per_task, bytes_per_task, iterations, rounds, depth, producer}`` instead of
+``kernel`` (one grain).  ``summary()`` returns a :class:`DagSummary` of numpy arrays along the grain axis — per
+iteration: work T₁ (seconds of useful work on one core), span T∞, tasks, bytes moved, dependencies per task, spawn
+depth on the critical path, synchronized rounds; and the iterations.  Task counts and spans of the kernels are the
+closed forms of their BOTS-style recursions (each cited where it is defined).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal, Optional, Union
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from parplan.errors import SpecError, short
+from parplan.spec import Name, validate
+from parplan.workloads.family import FamilyInfo
+
+KERNELS = ("fib", "nqueens", "sort", "stencil", "sparselu", "bfs")
+MAX_GRAINS = 64
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class KernelEntry(_Strict):
+    name: Literal["fib", "nqueens", "sort", "stencil", "sparselu", "bfs"]
+    n: int = Field(gt=0, le=1 << 40)  # fib argument, board size, elements, grid side, matrix blocks side, vertices
+    iterations: int = Field(default=1, ge=1, le=10**7)
+    unit_s: Optional[float] = Field(default=None, gt=0, le=1.0, strict=False)  # seconds per call/node/element/point/flop/edge
+    variant: Optional[Literal["gauss-seidel", "jacobi"]] = None  # stencil only
+    block: Optional[int] = Field(default=None, gt=0, le=1 << 20)  # sparselu: block size (elements per side)
+    edges: Optional[int] = Field(default=None, gt=0, le=1 << 42)  # bfs: edges
+    diameter: Optional[int] = Field(default=None, gt=0, le=1 << 30)  # bfs: rounds of a frontier algorithm
+
+
+class DagEntry(_Strict):
+    work_s: float = Field(gt=0, le=1e9, strict=False)
+    span_s: float = Field(gt=0, le=1e9, strict=False)
+    tasks: float = Field(ge=1, le=1e13, strict=False)
+    deps_per_task: float = Field(default=0.0, ge=0, le=64, strict=False)
+    bytes_per_task: float = Field(default=0.0, ge=0, le=1e12, strict=False)
+    iterations: int = Field(default=1, ge=1, le=10**7)
+    rounds: int = Field(default=1, ge=1, le=10**9)
+    depth: float = Field(default=1.0, ge=1, le=1e9, strict=False)
+    producer: Literal["single", "recursive"] = "recursive"
+
+
+class MpiEntry(_Strict):
+    face_bytes: float = Field(ge=0, le=1e13, strict=False)  # bytes of one face of the whole domain (ghost layer)
+    dims: int = Field(default=3, ge=1, le=3)
+    allreduces_per_iteration: int = Field(default=0, ge=0, le=10**4)
+    serial_fraction: float = Field(default=0.0, ge=0, lt=1, strict=False)  # per-rank work not threaded (Amdahl)
+
+
+class TaskGraphFile(_Strict):
+    family: Literal["task-graph"]
+    name: Name
+    source: Optional[str] = None
+    description: Optional[str] = None
+    kernel: Optional[KernelEntry] = None
+    dag: Optional[DagEntry] = None
+    grain: Optional[list[int]] = Field(default=None, min_length=1, max_length=MAX_GRAINS)
+    mpi: Optional[MpiEntry] = None
+
+
+# default seconds per unit of each kernel (one core ~3 GHz; calibrate: `parplan calibrate cpu` or measure T_1)
+DEFAULT_UNIT_S = {"fib": 2.0e-9,  # one fib call ~6 cycles (benchmarks/omp/fib.c, measured here: omp_measure.py)
+                  "nqueens": 1.5e-8,  # one board node (bitmask test + recursion) ~45 cycles (assumed)
+                  "sort": 3.0e-9,  # one element per merge level ~9 cycles (assumed)
+                  "stencil": 2.0e-9,  # one 5-point update ~6 cycles, in cache (assumed)
+                  "sparselu": 2.5e-11,  # one FP64 flop of a block GEMM-like update at ~40 GFLOP/s per core (assumed)
+                  "bfs": 5.0e-9}  # one edge visit (assumed)
+DEFAULT_GRAINS = {"fib": [10, 14, 18, 22, 26], "nqueens": [1, 2, 3, 4], "sort": [256, 2048, 16384, 131072],
+                  "stencil": [32, 64, 128, 256, 512], "sparselu": [8, 16, 32, 64], "bfs": [1, 64, 512, 4096]}
+
+
+@dataclass(frozen=True)
+class DagSummary:
+    """Per iteration, one entry per grain value (numpy arrays of equal length)."""
+    grain: np.ndarray  # the knob value
+    work_s: np.ndarray  # T1: useful work on one core
+    span_s: np.ndarray  # T∞ of useful work
+    tasks: np.ndarray
+    deps: np.ndarray  # dependencies per task
+    bytes: np.ndarray  # bytes moved to/from memory
+    depth: np.ndarray  # spawn/steal levels on the critical path (each pays a burden)
+    rounds: np.ndarray  # synchronized rounds (barriers) per iteration
+    iterations: int
+    producer: str  # "single": one thread creates every task; "recursive": tasks create tasks
+
+    @property
+    def grain_s(self) -> np.ndarray:
+        return self.work_s / self.tasks
+
+
+@dataclass(frozen=True)
+class TaskGraphSpec:
+    name: str
+    source: str
+    kernel: Optional[KernelEntry]
+    dag: Optional[DagEntry]
+    grains: tuple
+    mpi: Optional[MpiEntry]
+    family: str = "task-graph"
+    extra: dict = field(default_factory=dict)
+
+    def summary(self, grains: "list[int] | None" = None) -> DagSummary:
+        if self.dag is not None:
+            d = self.dag
+            one = np.ones(1)
+            return DagSummary(one * 0, one * d.work_s, one * d.span_s, one * d.tasks, one * d.deps_per_task,
+                              one * d.bytes_per_task * d.tasks, one * d.depth, one * d.rounds, d.iterations, d.producer)
+        return kernel_summary(self.kernel, list(grains if grains is not None else self.grains))
+
+
+# --- kernel generators -----------------------------------------------------------------------------------------
+@lru_cache(maxsize=256)
+def _fib_calls(k: int) -> int:
+    """Calls made by the naive recursion fib(k) (fib(0), fib(1) are leaves): calls(k) = 1 + calls(k-1) + calls(k-2)."""
+    a, b = 1, 1  # calls(0), calls(1)
+    for _ in range(k - 1):
+        a, b = b, 1 + a + b
+    return b if k >= 1 else 1
+
+
+def _fib(n: int, unit: float, cutoffs: list[int]) -> tuple:
+    # nodes with argument k in fib(n)'s call tree: cnt(n) = 1, cnt(k) = cnt(k+1) + cnt(k+2) (BOTS fib, cutoff variant)
+    cnt = np.zeros(n + 3)
+    cnt[n] = 1
+    for k in range(n - 1, -1, -1):
+        cnt[k] = cnt[k + 1] + cnt[k + 2]
+    rows = []
+    for c in cutoffs:
+        c = max(2, min(c, n))
+        internal = cnt[c:n + 1].sum()  # calls with k >= cutoff spawn two tasks (BOTS: if n < cutoff: fib_seq)
+        tasks = max(1.0, 2 * internal)
+        work = _fib_calls(n) * unit
+        span = ((n - c + 1) + _fib_calls(c - 1)) * unit  # the leftmost path, then the largest serial leaf
+        rows.append((c, work, span, tasks, 0.0, 0.0, n - c + 1, 1))
+    return rows, "recursive"
+
+
+@lru_cache(maxsize=32)
+def _queens_levels(n: int) -> tuple:
+    """Valid partial boards per depth of the n-queens search tree (bitmask DFS; BOTS nqueens explores the same)."""
+    counts = [0] * (n + 1)
+    full = (1 << n) - 1
+
+    def go(row: int, cols: int, d1: int, d2: int) -> None:
+        counts[row] += 1
+        if row == n:
+            return
+        free = full & ~(cols | d1 | d2)
+        while free:
+            bit = free & -free
+            free ^= bit
+            go(row + 1, cols | bit, ((d1 | bit) << 1) & full, (d2 | bit) >> 1)
+
+    go(0, 0, 0, 0)
+    return tuple(counts)
+
+
+def _nqueens(n: int, unit: float, depths: list[int]) -> tuple:
+    if n > 14:
+        raise SpecError(f"nqueens n = {n} is above 14 (the generator enumerates the tree)", key="kernel.n")
+    lv = _queens_levels(n)
+    total = float(sum(lv))
+    rows = []
+    for c in depths:
+        c = max(1, min(c, n))
+        tasks = float(sum(lv[1:c + 1]))  # one task per valid placement at depth 1..cutoff (BOTS nqueens cutoff)
+        below = total - sum(lv[:c + 1])
+        leaf = below / max(lv[c], 1)  # mean subtree under a cutoff-depth task
+        span = (c + 1.5 * leaf) * unit  # 1.5: largest-subtree / mean (assumed; subtrees vary)
+        rows.append((c, total * unit, min(span, total * unit), max(tasks, 1.0), 0.0, 0.0, c, 1))
+    return rows, "recursive"
+
+
+def _sort(n: int, unit: float, cutoffs: list[int]) -> tuple:
+    rows = []
+    for c in cutoffs:
+        c = max(2, min(c, n))
+        levels = max(0.0, math.ceil(math.log2(n / c)))
+        leaves = 2.0**levels
+        work = n * math.log2(n) * unit
+        span = (c * math.log2(c) + 2 * n) * unit  # a leaf sort, then serial merges n/2 + n/4 + ... ≈ n, ×2 copy
+        bytes_ = 16.0 * n * levels  # one read + one write of 8 B per element per merge level above the leaves
+        rows.append((c, work, min(span, work), max(1.0, 2 * (leaves - 1)), 0.0, bytes_, levels + 1, 1))
+    return rows, "recursive"
+
+
+def _stencil(k: KernelEntry, unit: float, blocks: list[int]) -> tuple:
+    n, gs = k.n, (k.variant or "gauss-seidel") == "gauss-seidel"
+    rows = []
+    for b in blocks:
+        b = max(1, min(b, n))
+        nb = math.ceil(n / b)
+        grain = b * b * unit
+        tasks = float(nb * nb)
+        span = (2 * nb - 1) * grain if gs else grain  # Gauss-Seidel: the anti-diagonal wavefront of blocks
+        bytes_ = tasks * (2 * 8.0 * b * b + 4 * 8.0 * b)  # read + write the block, read four halo edges
+        rows.append((b, tasks * grain, span, tasks, 5.0 if gs else 1.0, bytes_, 1.0, 1))
+    return rows, "single"
+
+
+def _sparselu(k: KernelEntry, unit: float, nbs: list[int]) -> tuple:
+    n = k.n * (k.block or 1)  # matrix side in elements
+    rows = []
+    for nb in nbs:
+        nb = max(1, min(nb, n))
+        bs = n / nb
+        t = bs**3  # flops per block kernel (lu0 2/3, fwd/bdiv 1, bmod 2 × bs³; BOTS sparselu, dense upper bound)
+        tasks = sum(1 + 2 * (nb - j - 1) + (nb - j - 1) ** 2 for j in range(nb))
+        work = sum((2 / 3) + 2 * (nb - j - 1) + 2 * (nb - j - 1) ** 2 for j in range(nb)) * t * unit
+        span = nb * (2 / 3 + 1 + 2) * t * unit  # lu0 → fwd → bmod per step
+        bytes_ = tasks * 3 * 8.0 * bs * bs  # each task touches ~three blocks
+        rows.append((nb, work, min(span, work), float(tasks), 2.5, bytes_, 3.0 * nb, 1))
+    return rows, "single"
+
+
+def _bfs(k: KernelEntry, unit: float, taus: list[int]) -> tuple:
+    n, m = k.n, k.edges or 8 * k.n
+    D = k.diameter or max(1, int(math.log2(n)))
+    rows = []
+    for tau in taus:
+        tau = max(1, tau)
+        hops = min(float(tau), max(1.0, n / D))  # VGC: a task advances up to tau vertices per round (PASGAL, S27)
+        rounds = max(1.0, D / hops)
+        inflation = 1.0 + (0.1 if tau > 1 else 0.0)  # revisits of VGC's local searches (assumed 10 %)
+        work = (n + m) * unit * inflation
+        tasks = rounds * max(1.0, (n / rounds) / tau)
+        span = rounds * tau * unit * (m / n)
+        rows.append((tau, work, min(span, work), tasks, 0.0, 12.0 * (n + m), 1.0, rounds))
+    return rows, "recursive"
+
+
+def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
+    unit = k.unit_s or DEFAULT_UNIT_S[k.name]
+    if k.name == "fib":
+        if k.n > 90:
+            raise SpecError(f"fib n = {k.n} is above 90", key="kernel.n")
+        rows, prod = _fib(k.n, unit, grains)
+    elif k.name == "nqueens":
+        rows, prod = _nqueens(k.n, unit, grains)
+    elif k.name == "sort":
+        rows, prod = _sort(k.n, unit, grains)
+    elif k.name == "stencil":
+        rows, prod = _stencil(k, unit, grains)
+    elif k.name == "sparselu":
+        rows, prod = _sparselu(k, unit, grains)
+    else:
+        rows, prod = _bfs(k, unit, grains)
+    a = np.array(rows, dtype=float).T
+    return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod)
+
+
+def spec_from_dict(data: Any, file: str | None = None) -> TaskGraphSpec:
+    e = validate(TaskGraphFile, data, file=file)
+    if (e.kernel is None) == (e.dag is None):
+        raise SpecError("give exactly one of kernel or dag", file=file, key="kernel")
+    if e.dag is not None and e.grain is not None:
+        raise SpecError("a dag summary has one grain: grain applies to kernel generators", file=file, key="grain")
+    if e.kernel is not None:
+        k = e.kernel
+        if k.variant is not None and k.name != "stencil":
+            raise SpecError(f"variant applies to the stencil kernel, not {k.name}", file=file, key="kernel.variant")
+        for key in ("block", "edges", "diameter"):
+            allowed = {"block": "sparselu", "edges": "bfs", "diameter": "bfs"}[key]
+            if getattr(k, key) is not None and k.name != allowed:
+                raise SpecError(f"{key} applies to the {allowed} kernel, not {k.name}", file=file, key=f"kernel.{key}")
+        if e.grain is not None and any(g <= 0 for g in e.grain):
+            raise SpecError(f"bad value {short(e.grain)}: grain values are positive integers", file=file, key="grain")
+    grains = tuple(e.grain) if e.grain is not None else tuple(DEFAULT_GRAINS[e.kernel.name]) if e.kernel else (0,)
+    spec = TaskGraphSpec(e.name, e.source or (file or "inline"), e.kernel, e.dag, grains, e.mpi)
+    spec.summary()  # generator errors (n too large) at load time
+    return spec
+
+
+def load_taskgraph(ref: Any) -> TaskGraphSpec:
+    """A task-graph workload from a YAML path, a mapping or a spec."""
+    if isinstance(ref, TaskGraphSpec):
+        return ref
+    if isinstance(ref, dict):
+        return spec_from_dict(ref)
+    from parplan.spec import load_yaml_file
+
+    return spec_from_dict(load_yaml_file(str(ref)), file=str(ref))
+
+
+def _build(entry, name, source, file, prefix):  # the registry's transformer-style entry point is not used
+    raise SpecError("task-graph workloads are files of their own (family: task-graph at the top level)", file=file,
+                    key=f"{prefix}.family", hint="see docs/tasks.md")
+
+
+FAMILY = FamilyInfo(
+    name="task-graph",
+    summary="task-parallel programs on NUMA CPU sockets: DAG summaries or generated kernels (fib, nqueens, sort, "
+            "stencil, sparselu, bfs), runtimes libgomp/libomp/nanos6/XQueue/taskgraph/taskiter/low-sync WS",
+    spec_type=TaskGraphSpec,
+    architecture_schema=TaskGraphFile,
+    build_spec=_build,
+    model="parplan.models.tasks",
+    space="parplan.planner.spaces.taskgraph",
+    executor="parplan.executor.worksteal",
+    verbs="parplan.cli.tasks_out",
+)
