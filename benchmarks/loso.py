@@ -74,14 +74,28 @@ def fit_all(runs: list[Run], rounds: int = 2) -> FrameworkTerms:
     return terms
 
 
-def loso_table(runs: list[Run], rounds: int = 2, fit: bool = True) -> tuple[pd.DataFrame, dict]:
+def loso_table(runs: list[Run], rounds: int = 2, fit: bool = True,
+               pool: list[Run] | None = None) -> tuple[pd.DataFrame, dict]:
     """Each source predicted with terms fitted without it (``fit=False``: with no fitted term at all, the
-    kernel-level model alone); returns the per-row table and the terms per source."""
-    meas = np.array([r.measured_step_time_s for r in runs])
-    src = np.array([r.source_id for r in runs])
+    kernel-level model alone); returns the per-row table and the terms per source.  ``pool``: the runs the terms
+    are fitted on (default ``runs``) — the global terms of another family's table (MoE) come from the dense runs
+    plus its own, each fold without the held-out source."""
+    held = sorted({r.source_id for r in runs})
     terms = FrameworkTerms()
     if not fit:
-        return _table(runs, {s: terms for s in sorted(set(src))}), {s: terms for s in sorted(set(src))}
+        return _table(runs, {s: terms for s in held}), {s: terms for s in held}
+    if pool is not None:
+        fit_runs = list(pool) + [r for r in runs if r.row_id not in {p.row_id for p in pool}]
+        meas = np.array([r.measured_step_time_s for r in fit_runs])
+        src = np.array([r.source_id for r in fit_runs])
+        _, base, grads = linearize(fit_runs, terms)
+        if rounds > 1:
+            terms = fit_terms(base, grads, meas, src, terms)
+            _, base, grads = linearize(fit_runs, terms)
+        fitted = {s: fit_terms(base[src != s], grads[src != s], meas[src != s], src[src != s], terms) for s in held}
+        return _table(runs, fitted), fitted
+    meas = np.array([r.measured_step_time_s for r in runs])
+    src = np.array([r.source_id for r in runs])
     lin = [linearize(runs, terms)]
     if rounds > 1:
         terms_all = fit_terms(lin[0][1], lin[0][2], meas, src, terms)

@@ -101,6 +101,8 @@ class FrameworkProfile:
     ep_over: tuple[str, ...] = ()  # plan axes ep·etp is folded over (its degree divides their product)
     moe_dispatcher: str = "alltoall"  # alltoall | allgather | flex (DeepEP / HybridEP)
     moe_dispatch_fp8: bool = False  # the dispatch all-to-all carries fp8 tokens
+    fp8_output_layer: bool = False  # the LM head's GEMMs run in the fp8/MX recipe (else 16-bit)
+    selective_recompute: str = "attention-core"  # attention-core | op-sac: what recompute=selective replays
 
     def fp8_cast_bytes(self, recipe: Optional[str] = None) -> float:
         """Extra HBM bytes per GEMM input element for the casts of ``recipe`` (default: the framework's)."""
@@ -265,7 +267,8 @@ def profile_from_entry(e: FrameworkFile, file: str = "") -> FrameworkProfile:
         hsdp_zero=tuple(s.hsdp_zero), reshard_after_forward_optional=s.reshard_after_forward_optional,
         uneven_pp=s.uneven_pp, pp_split=s.pp_split, recompute=tuple(s.recompute), max_mbs=s.max_mbs, rules=rules,
         file=file, etp=s.etp, ep_over=tuple(s.ep_over) or (EP_OVER_DEFAULT if s.ep else ()),
-        moe_dispatcher=e.moe_dispatcher, moe_dispatch_fp8=e.moe_dispatch_fp8)
+        moe_dispatcher=e.moe_dispatcher, moe_dispatch_fp8=e.moe_dispatch_fp8, fp8_output_layer=f.output_layer_fp8,
+        selective_recompute=e.selective_recompute)
 
 
 def check_framework_id(ident: str, key: str = "training.framework", file: Optional[str] = None) -> str:

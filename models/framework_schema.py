@@ -58,6 +58,8 @@ class Fp8Entry(_Strict):
     recipes: list[Recipe]
     default_recipe: Optional[Recipe] = None
     cast_bytes_per_element: dict[str, float] = Field(strict=False)
+    # the output layer (LM head) GEMMs run in the low-precision recipe too (false: they stay 16-bit)
+    output_layer_fp8: bool = False
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -152,6 +154,9 @@ class FrameworkFile(_Strict):
     # the token dispatcher MoE layers run by default, and whether it dispatches the tokens in fp8
     moe_dispatcher: MoeDispatcher = "alltoall"
     moe_dispatch_fp8: bool = False
+    # what recompute=selective replays in the backward: the attention core (Megatron-Core) or, op-level selective
+    # checkpointing, every second matmul's forward and the memory-bound ops (torchtitan's "op" policy)
+    selective_recompute: Literal["attention-core", "op-sac"] = "attention-core"
     supports: SupportsEntry
     rules: list[RuleEntry] = Field(default_factory=list)
     notes: Optional[str] = None

@@ -54,9 +54,11 @@ class StepContext:
         nbytes = (M * K + K * N) * ib + M * N * self.e
         return np.maximum(flops / (pk * gemm_efficiency(M, K, N, self.hw.kernels, dtype)), nbytes / self.bw_mem) + self.t_k
 
-    def fwd_bwd(self, M, K, N):
-        """Forward, data-gradient (M×N)·(N×K) and weight-gradient (K×M)·(M×N) GEMMs of one linear layer."""
-        return self.gemm_s(M, K, N), self.gemm_s(M, N, K), self.gemm_s(K, M, N)
+    def fwd_bwd(self, M, K, N, sixteen: bool = False):
+        """Forward, data-gradient (M×N)·(N×K) and weight-gradient (K×M)·(M×N) GEMMs of one linear layer;
+        ``sixteen``: in 16-bit whatever the math dtype (a layer the fp8 recipe leaves out)."""
+        kw = {"dtype": "bf16", "pk": self.peak16, "ib": self.e} if sixteen and self.in_b < self.e else {}
+        return self.gemm_s(M, K, N, **kw), self.gemm_s(M, N, K, **kw), self.gemm_s(K, M, N, **kw)
 
 
 def step_context(job, hw: HardwareContext, P: PlanArrays) -> StepContext:
@@ -67,7 +69,9 @@ def step_context(job, hw: HardwareContext, P: PlanArrays) -> StepContext:
     s, B = float(job.seq_len), float(job.global_batch)
     e = 2.0 if job.precision != "fp32" else 4.0
     T = b * s / cp
-    derate = 1.0 + terms.compute_derate  # sustained-clock derate (global term)
+    # sustained-clock derate (global term) of kernels measured in short bursts at the boost clock (GPUs); a TPU runs
+    # its compiled step at a fixed clock, like global_terms' per-layer host gap it does not apply there
+    derate = 1.0 + (terms.compute_derate if hw.launches_kernels else 0.0)
     return StepContext(hw=hw, P=P, dp=dp, tp=tp, pp=pp, cp=cp, b=b, v=v, s=s, B=B, e=e,
                        in_b=GEMM_INPUT_BYTES.get(hw.math_dtype, e), m=B / (dp * b), T=T,
                        Tsp=np.where(P.sp, T / tp, T), peak=hw.peak_flops_per_s / derate,
@@ -101,6 +105,7 @@ class LayerTerms:
     ep_fwd_pair: object = 0.0  # the part of ep_fwd that is a co-scheduled pair's excess (the overlap books it there)
     nic_a2a: object = 0.0  # all-to-all work of the layer (fwd + bwd) that travels on the NICs (EP across domains)
     rc_modules: object = 0.0  # extra forward work recomputed under recompute=modules (norms, activation, MLA up)
+    rc_selective: object = None  # what recompute=selective replays (None: the attention core forward)
     t_layer: float = 0.0  # host/launch gap per layer pass (global framework term)
     intf: float = 0.0  # overlap-interference coefficient (global framework term)
 
@@ -124,9 +129,11 @@ class LayerTerms:
                 + self.t_layer + self.interference)
 
     def recompute(self, rc):
-        """Recompute in the backward: selective = the attention core forward again; full = the layer forward;
-        modules = the attention core and the fine-grained modules (norms, activation, MLA up-projections)."""
-        return np.where(rc == 2, self.fwd, np.where(rc == 1, self.attn_fwd,
+        """Recompute in the backward: selective = the attention core forward again (or what the framework's
+        selective policy replays, ``rc_selective``); full = the layer forward; modules = the attention core and the
+        fine-grained modules (norms, activation, MLA up-projections)."""
+        sel = self.attn_fwd if self.rc_selective is None else self.rc_selective
+        return np.where(rc == 2, self.fwd, np.where(rc == 1, sel,
                                                     np.where(rc == 3, self.attn_fwd + self.rc_modules, 0.0)))
 
 
@@ -292,6 +299,11 @@ def dense_layer(model, job, c: StepContext) -> tuple[LayerTerms, AttentionBlock]
                     mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
                     cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, rc_modules=att.rc_modules, t_layer=t_layer,
                     intf=intf)
+    if getattr(c.hw.framework, "selective_recompute", "attention-core") == "op-sac":
+        # op-level SAC saves the matmuls' and attention's outputs "except every second mm" and recomputes the
+        # rest: half the projection/MLP GEMMs forward + the memory-bound forward ops (torchtitan
+        # _apply_ac_to_transformer_block, _custom_policy)
+        lt.rc_selective = 0.5 * gemm_fwd + mem_fwd
     return lt, att
 
 

@@ -17,7 +17,7 @@ from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import PortStage, port_contention
-from parplan.models.zero1_terms import gather_exposure
+from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
 
 # Bytes moved per parameter by one Adam step (memory-bound): read master, m, v, fp32 grad (16 B), write master,
@@ -73,7 +73,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     emb_fwd = 2.0 * e * Tsp * h / bw_mem  # embedding gather forward, scatter-add backward (memory-bound on T·h)
     emb_bwd = (e + 8.0) * Tsp * h / bw_mem
     # output layer (last stage): logits GEMM T×h×V/t, its 2 backward GEMMs, vocab-parallel cross entropy
-    g_logit, g_logit_d, g_logit_w = c.fwd_bwd(T, h, V / tp)
+    # (16-bit unless the framework's fp8 recipe covers the output layer: ``fp8.output_layer_fp8``)
+    g_logit, g_logit_d, g_logit_w = c.fwd_bwd(T, h, V / tp, sixteen=not getattr(fw, "fp8_output_layer", False))
     ce = CROSS_ENTROPY_BYTES_PER_LOGIT * T * V / tp / bw_mem
     out_fwd = g_logit + 0.4 * ce
     out_bwd = g_logit_d + g_logit_w + 0.6 * ce
@@ -173,13 +174,21 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         wb_f, wb_l = b_first + px_f, b_last + px_l
         wb_m = b_mid + over(c_mid, lambda k: k.terms.ep_fwd_pair)
         wf_f, wf_l = f_first - px_f, f_last - px_l
-    win_f_b, win_l_b = og * wb_f, og * (wb_l + np.maximum(pp - 1, 0) * wb_m / v)
+    slack_l = np.maximum(pp - 1, 0) * wb_m / v  # the last stage's last backward ends that much before stage 0's
+    win_f_b, win_l_b = og * wb_f, og * (wb_l + slack_l)
     x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
     # the layers' share of a stage's gradients (the rest: embedding on the first, output projection on the last)
     lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
     lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
+    # zero 0/1: each chunk's buckets after its own last backward, behind the cool-down's later backwards
+    # (``zero1_terms.reduce_exposure``; experts' gradients belong to the layers' chunks)
     warm = np.minimum(pp, m)
-    dp0 = np.maximum(x0(ar_f, win_f_b), x0(ar_l, win_l_b))
+    lr_f = (lay_f * params_first + x_first) / np.maximum(params_first + x_first, 1.0)
+    lr_l = (lay_l * params_last + x_last) / np.maximum(params_last + x_last, 1.0)
+    red_x = lambda c_f, c_l: np.maximum(  # noqa: E731
+        reduce_exposure(c_f, lr_f, wb_f, 0.0, v, warm, og, False),
+        reduce_exposure(c_l, np.where(single, lr_f, lr_l), wb_l, slack_l, v, warm, og, True))
+    dp0 = red_x(ar_f, ar_l)
     # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
     # generalized to unequal stages: m·max + (Σ − max)/v
     slot_first = f_first + b_first + p2p_stage
@@ -194,7 +203,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
     gath = np.maximum(gather_exposure(ag_f, f_first, v, warm, op_), gather_exposure(ag_l, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
-    dp1 = np.maximum(x0(rs_f, win_f_b), x0(rs_l, win_l_b)) + gath + rep
+    dp1 = red_x(rs_f, rs_l) + gath + rep
     # ZeRO-2: the layers' buckets are sent behind their own backward; the embedding's (first stage) and the output
     # projection's (last stage) gradients come last and their reduce-scatter runs behind the op that follows —
     # exposed once, at the end of the step, not per micro-batch
@@ -274,7 +283,12 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     dp_exposed = dp_exposed + np.where((zero == 2) & (P.dp * P.cp > 1), x0(chain2, t_pipe + dp_exposed + port_c), 0.0)
     intf = K[0].terms.intf
     dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
-    step = t_pipe + dp_exposed + optimizer + dp_intf + port_c
+    # fp8/MX weights: each layer weight is quantized (+ its transpose for the dgrad GEMM) once per step — TE keeps
+    # them across micro-batches (``is_first_microbatch``, Megatron-Core TE layers) — memory-bound, cast bytes + 1 B
+    cast_w = (hw.cast_bytes_per_element + 1.0) if hw.cast_bytes_per_element > 0 else 0.0
+    wcast = cast_w * np.maximum(np.maximum(over(c_first, lambda k: k.params_tp), over(c_last, lambda k: k.params_tp)),
+                                over(c_mid, lambda k: k.params_tp)) / tp / bw_mem
+    step = t_pipe + dp_exposed + optimizer + dp_intf + port_c + wcast
 
     # --- time breakdown of the critical stage (sums to the step time) -----------------------------------------
     crit = np.where(slot_first >= np.maximum(slot_last, slot_mid), 0, np.where(slot_last >= slot_mid, 2, 1))
@@ -296,6 +310,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # attribute the remainder of m·t_max (kernel rounding in stage assembly) to compute_gemm so parts sum exactly
     resid = m * t_max - (gemm_c + attn_c + memb_c + rc_c + tp_c + cp_c + p2p_c + fo_c + li_c + ep_c)
     gemm_c = gemm_c + resid
+    memb_c = memb_c + wcast  # once per step, outside the pipeline slots
 
     # --- FLOPs: model FLOPs (Megatron convention: non-causal attention, no recompute) and hardware FLOPs -----
     Lc = [float(x) for x in (mix.layer_counts or [L])]

@@ -24,7 +24,7 @@ class _TermsFile(BaseModel):
 class FrameworkTerms:
     layer_overhead_s: float = 0.0  # seconds per layer per forward or backward pass
     overlap_interference: float = 0.0  # compute slowdown per second of hidden communication
-    compute_derate: float = 0.0  # kernels run 1/(1 + derate) of their measured speed
+    compute_derate: float = 0.0  # GPU kernels run 1/(1 + derate) of their measured speed (not TPUs)
 
 
 @lru_cache(maxsize=1)

@@ -2,7 +2,8 @@
 
 GEMM: the measured maximum-achievable fraction of dense peak (MAMF, at its best shape) scaled by tile and wave
 quantization and the K-loop fill of the actual shape, relative to the same factors at the measured best shape —
-so the best shape reproduces the measurement exactly and skinny or odd shapes lose what quantization costs
+so the best shape reproduces the measurement exactly, no shape exceeds it (it is the best of a shape search), and
+skinny or odd shapes lose what quantization costs
 (NVIDIA "Matrix Multiplication Background User's Guide": tile and wave quantization).
 Grouped GEMM (MoE experts): the dense efficiency of the per-group shape with tile and wave quantization taken over
 the whole launch (the tiles of all groups share one wave schedule), priced at their expectation over varying tokens
@@ -45,10 +46,16 @@ def _anchor(prof: KernelProfile, dtype: str) -> tuple[float, float]:
 
 
 def gemm_efficiency(M, K, N, prof: KernelProfile, dtype: str):
-    """Fraction of dense peak reached by an (M×K)·(K×N) GEMM: MAMF · q(M,N,K) / q(best measured shape), ≤ 1."""
+    """Fraction of dense peak reached by an (M×K)·(K×N) GEMM: MAMF · min(q(M,N,K) / q(best measured shape), 1).
+
+    Capped at the MAMF: it is the best over a brute-force shape search (ml-engineering mamf-finder.py), so no
+    shape reaches more.  Where the measured best shape itself ran a partial last wave by the tile model (H100 fp8
+    1024×9216: 288 tiles of 128×256 on 132 SMs, q 0.72; H200 fp8 1280×4096: q 0.60), the library evidently
+    avoided that loss (other tiles, stream-K), and the uncapped ratio would price other shapes at 0.94–1.0 of
+    the fp8 peak, far above anything measured."""
     frac, q_ref = _anchor(prof, dtype)
     q = _quantization(M, N, K, prof.tiles, prof.compute_units, prof.k_half)
-    return np.minimum(frac * q / q_ref, 1.0)
+    return frac * np.minimum(q / q_ref, 1.0)
 
 
 def _grouped_quantization(M, N, K, groups, tiles, units, k_half):
@@ -92,7 +99,7 @@ def grouped_gemm_efficiency(M_per_group, K, N, groups, prof: KernelProfile, dtyp
     ``_grouped_quantization``); 0 for an empty group."""
     frac, q_ref = _anchor(prof, dtype)
     q = _grouped_quantization(M_per_group, N, K, groups, prof.tiles, prof.compute_units, prof.k_half)
-    return np.minimum(frac * q / q_ref * grouped_gemm_factor(M_per_group), 1.0)
+    return frac * np.minimum(q / q_ref, 1.0) * np.minimum(grouped_gemm_factor(M_per_group), 1.0)
 
 
 def attention_efficiency(seq_kv, head_dim: int, causal: bool, backward: bool, curves):

@@ -220,10 +220,10 @@ def test_sizing_budget_refuses_or_degrades():
     args = ("suggest", "llama2-7b", "--hw", "dgx-a100-8", "--target-tokens-per-s", "2e7", "--max-nodes", "1000000")
     line = one_line_error(invoke(*args, "--max-plans", "100000"), starts="error: --max-plans: sizing: ")
     assert "would pass the budget of 100,000" in line
-    r = invoke(*args, "--max-plans", "200000", "--quiet", "--format", "json")  # the scan below 2048 nodes stops
+    r = invoke(*args, "--max-plans", "200000", "--quiet", "--format", "json")  # the scan below 1024 nodes stops
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)["sizing"]
-    assert d["n_nodes"] == 2048 and "upper bound" in d["notes"][0]
+    assert d["n_nodes"] == 1024 and "upper bound" in d["notes"][0]
     assert "an upper bound of the fewest" in r.stderr
 
 
