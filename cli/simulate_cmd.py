@@ -24,9 +24,15 @@ from parplan.executor.budget import MAX_EVENTS_HELP, TRACE_SHARE, check_max_even
 from parplan.planner.budget import MAX_PLANS_HELP, check_max_plans, check_number
 
 VALIDATE_MAX_TOP = 1_000  # validate --top K: plans simulated (each up to --max-events)
+SERVE_SIM_OPT = typer.Option(None, "--serve", help="serve.yaml: simulate a serving --deployment request by request "
+                                                   "(executor/serving.py)")
+REQUESTS_OPT = typer.Option(1_000, "--requests", help="--serve: requests simulated (the first 10 % are warm-up)")
+SEED_OPT = typer.Option(0, "--seed", help="--serve: seed of the arrivals and lengths")
 MODES = ["auto", "replica", "full"]
 P2P_MODES = ["blocking", "async"]
 
+
+DEFAULT_TOLERANCE = 0.05  # validate's default: the executor-agreement tolerance of the training model
 
 def _door_simulate(schedule, mode, p2p, max_events) -> None:
     """Option values of ``simulate``, checked before anything is loaded."""
@@ -205,9 +211,28 @@ def register(app: typer.Typer) -> None:
         output: OutputOpt = None,
         max_events: Optional[int] = typer.Option(None, "--max-events", help=MAX_EVENTS_HELP, show_default=False),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        serve: Optional[Path] = SERVE_SIM_OPT,
+        deployment: Optional[str] = typer.Option(None, "--deployment", help='--serve: e.g. "tp=8,batch=64,chunk=2048"'),
+        requests: int = REQUESTS_OPT,
+        seed: int = SEED_OPT,
         debug: DebugOpt = False,
     ) -> None:
-        """Simulate one training step of a plan, op by op (reference executor)."""
+        """Simulate one training step of a plan, op by op (reference executor); --serve: a serving deployment,
+        request by request."""
+        from parplan.workloads.registry import verbs_for
+
+        verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets)
+        if verbs is not None:
+            return verbs.simulate(model, hw, plan=plan, fmt=fmt, output=output)
+        if serve is not None:
+            from parplan.cli.serve_sim_out import serve_simulate
+
+            if plan is not None or plan_file is not None:
+                raise SpecError("--serve simulates a --deployment, not a training --plan", key="--plan")
+            if max_events is not None:
+                check_max_events(max_events)
+            return serve_simulate(model, hw, serve, deployment, requests=requests, seed=seed, max_events=max_events,
+                                  fmt=fmt, output=output)
         from parplan.cli.estimate_cmd import frame_csv
         from parplan.cli.progress import LazyProgress
         from parplan.executor.budget import DEFAULT_MAX_EVENTS
@@ -261,7 +286,8 @@ def register(app: typer.Typer) -> None:
                                                             "check (repeatable)"),
         top: Optional[int] = typer.Option(None, "--top", help=f"check the planner's K best plans instead (1–"
                                                               f"{VALIDATE_MAX_TOP:,})"),
-        tolerance: float = typer.Option(0.05, "--tolerance", help="largest accepted relative difference, in (0, 1)"),
+        tolerance: float = typer.Option(DEFAULT_TOLERANCE, "--tolerance",
+                                        help="largest accepted relative difference, in (0, 1)"),
         seq_len: SeqLenOpt = None,
         global_batch: GlobalBatchOpt = None,
         precision: PrecisionOpt = None,
@@ -274,9 +300,32 @@ def register(app: typer.Typer) -> None:
         max_plans: Optional[int] = typer.Option(None, "--max-plans", help="--top: " + MAX_PLANS_HELP,
                                                 show_default=False),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bar"),
+        serve: Optional[Path] = SERVE_SIM_OPT,
+        deployment: Optional[List[str]] = typer.Option(None, "--deployment",
+                                                       help="--serve: a deployment to check (repeatable)"),
+        requests: int = REQUESTS_OPT,
+        seed: int = SEED_OPT,
         debug: DebugOpt = False,
     ) -> None:
-        """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance."""
+        """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance (--serve:
+        TTFT p50/p99, TPOT and throughput of serving deployments)."""
+        from parplan.workloads.registry import verbs_for
+
+        verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets)
+        if verbs is not None:
+            return verbs.validate(model, hw, fmt=fmt, output=output,
+                                  **({} if tolerance == DEFAULT_TOLERANCE else {"tolerance": tolerance}))
+        if serve is not None:
+            from parplan.cli.serve_sim_out import serve_validate
+
+            if plan or plan_file:
+                raise SpecError("--serve validates --deployment or --top, not a training --plan", key="--plan")
+            if not (0.0 < tolerance < 1.0):
+                raise SpecError(f"bad tolerance {tolerance!r}: must be between 0 and 1", key="--tolerance")
+            if max_events is not None:
+                check_max_events(max_events)
+            return serve_validate(model, hw, serve, deployment, top, tolerance, requests=requests, seed=seed,
+                                  max_events=max_events, fmt=fmt, output=output)
         from parplan.cli.estimate_cmd import frame_csv
         from parplan.cli.progress import LazyProgress
         from parplan.executor.agreement import compare_plan
