@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
 
 from parplan.errors import SpecError
@@ -273,9 +275,7 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
         expo = np.clip(np.minimum(rho_w, 1.0) * slack / np.maximum(Wq, 1e-30), 0.0, 700.0)
         att = att * np.where(slack < 0, 0.0, 1.0 - np.minimum(rho_w, 1.0) * np.exp(-expo))
     if "tpot_s" in slo:
-        from scipy.special import ndtr
-
-        att = att * ndtr((slo["tpot_s"] - tpot50) / np.maximum(tpot_sd, 1e-30))
+        att = att * normal_cdf((slo["tpot_s"] - tpot50) / np.maximum(tpot_sd, 1e-30))
     att = np.where(bad_q | ~fits, 0.0, att)
     out = {"ttft_p50_s": ttft50, "ttft_p99_s": ttft99, "tpot_p50_s": tpot50, "tpot_p99_s": tpot99,
            "output_tokens_per_s": np.where(fits, tput, 0.0), "requests_per_s": np.where(fits, r_tot, 0.0),
@@ -429,3 +429,11 @@ def estimate_serving(workload, cluster, serving, deployment, *, engine_terms: di
     _check(workload, cluster, dep)
     res = evaluate_serving(workload, cluster, serving, [dep], engine_terms=engine_terms)
     return estimate_at(res, 0, dep, workload, cluster, serving)
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def normal_cdf(x) -> np.ndarray:
+    """Φ(x), the standard normal CDF, elementwise: (1 + erf(x/√2))/2 (no SciPy dependency)."""
+    return 0.5 * (1.0 + _ERF(np.asarray(x, dtype=float) / math.sqrt(2.0)).astype(float))
