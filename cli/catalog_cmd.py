@@ -14,12 +14,9 @@ from parplan.cli.common import emit, gib, handle_errors, out_console
 from parplan.errors import SpecError, did_you_mean
 from parplan.catalogs import (ENV_VAR, SECTIONS, default_user_dir, entries, is_user, kind_of, user_dirs,
                               user_write_dir)
-from parplan.hardware.catalog import (ClusterFile, DeviceEntry, LinkEntry, check_entry_file, cluster_from_dict,
-                                      cluster_ids, device_entry, device_ids, get_device, get_link, link_entry,
-                                      link_ids, load_cluster)
-from parplan.spec import load_yaml_file, validate
-from parplan.models.framework import framework_ids, get_framework
-from parplan.workloads.loader import CatalogWorkload, catalog_workload, catalog_workload_at, workload_ids
+
+# the catalog loaders (pydantic schemas, numpy in the models) are imported inside the functions that use them:
+# `parplan --help` loads none of them
 
 
 class Kind(str, Enum):
@@ -41,9 +38,12 @@ def _list(section: Section) -> str:
     """One catalog section as a table that fits the terminal: ids and figures never dropped, free text (names,
     groups, overlaps) wraps (``cli/tables.py``)."""
     from parplan.cli.tables import Col, build, console
+    # each section imports only its own loader (hardware: no numpy, no workload models)
 
     rows = _Rows(section)
     if section == Section.hardware:
+        from parplan.hardware.catalog import device_ids, get_device
+
         title = "hardware (dense peaks)"
         cols = [Col("id", "left"), Col("name", "left", wrap=True), Col("memory GiB"), Col("HBM TB/s"),
                 Col("bf16 TFLOP/s"), Col("fp8 TFLOP/s")]
@@ -54,6 +54,8 @@ def _list(section: Section) -> str:
                      f"{pk['bf16'] / 1e12:.1f}" if "bf16" in pk else "—",
                      f"{pk['fp8'] / 1e12:.1f}" if "fp8" in pk else "—")
     elif section == Section.links:
+        from parplan.hardware.catalog import get_link, link_ids
+
         title = "links (bandwidth per device, per direction)"
         cols = [Col("id", "left"), Col("name", "left", wrap=True), Col("kind", "left"), Col("GB/s"),
                 Col("latency µs")]
@@ -61,6 +63,8 @@ def _list(section: Section) -> str:
             ln = get_link(i)
             rows.add(i, ln.name, ln.kind, f"{ln.bandwidth_bytes_per_s / 1e9:.1f}", f"{ln.latency_s * 1e6:.1f}")
     elif section == Section.workloads:
+        from parplan.workloads.loader import catalog_workload, workload_ids
+
         title = "workloads (MoE: active = parameters used per token, embedding table included)"
         cols = [Col("id", "left"), Col("name", "left", wrap=True), Col("family", "left", keep=9),
                 Col("params (B)"), Col("active (B)", keep=2), Col("layers", keep=3), Col("hidden", keep=5),
@@ -70,6 +74,8 @@ def _list(section: Section) -> str:
             s, _, _ = catalog_workload(i)
             rows.add(i, s.name, s.family, f"{s.total_params / 1e9:.2f}", *_moe_cells(s))
     elif section == Section.frameworks:
+        from parplan.models.framework import framework_ids, get_framework
+
         title = "frameworks (what each can launch, and how it overlaps communication)"
         cols = [Col(c, "left", keep=k, wrap=c == "name")
                 for c, k in (("id", 0), ("name", 0), ("zero", 0), ("tp / sp", 1), ("pp / vpp", 1), ("cp", 1),
@@ -83,6 +89,8 @@ def _list(section: Section) -> str:
                      yn[f.cp], yn[f.ep], yn[f.hsdp], tpo, ",".join(f.fp8_recipes) or "—", f.grad_reduce_dtype,
                      f.attention_kernel)
     else:
+        from parplan.hardware.catalog import cluster_ids, load_cluster
+
         title = "clusters"
         cols = [Col("id", "left"), Col("devices"), Col("groups", "left", wrap=True)]
         for i in cluster_ids():
@@ -136,6 +144,8 @@ def _moe_cells(s) -> tuple[str, ...]:
 
 def _workload_summary(ident: str) -> str:
     """Computed figures of a workload entry, as comment lines above its YAML."""
+    from parplan.workloads.loader import catalog_workload
+
     s, _, _ = catalog_workload(ident)
     lines = [f"# family: {s.family}", f"# params: {s.total_params / 1e9:.2f} B total"]
     if s.family == "moe-transformer":
@@ -150,6 +160,12 @@ def _workload_summary(ident: str) -> str:
 
 
 def _show(ident: str) -> str:
+    from parplan.hardware.catalog import (cluster_ids, device_entry, device_ids, link_entry, link_ids,
+                                          load_cluster)
+    from parplan.models.framework import framework_ids, get_framework
+    from parplan.spec import load_yaml_file
+    from parplan.workloads.loader import catalog_workload, workload_ids
+
     for section, ids in (("hardware/devices", device_ids()), ("hardware/links", link_ids()),
                          ("workloads", workload_ids()), ("clusters", cluster_ids()), ("frameworks", framework_ids())):
         if ident in ids:
@@ -178,6 +194,11 @@ _FILE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
 
 def _entry_id(kind: str, path: Path, data) -> str:
     """The id of the catalog entry in ``path``, after validating it exactly as the catalog loader does."""
+    from parplan.hardware.catalog import (ClusterFile, DeviceEntry, LinkEntry, check_entry_file, cluster_from_dict,
+                                          device_ids)
+    from parplan.spec import validate
+    from parplan.workloads.loader import CatalogWorkload, catalog_workload_at
+
     file = str(path)
     if kind == "device":
         ident = validate(DeviceEntry, data, file=file).id
@@ -208,6 +229,8 @@ def _entry_id(kind: str, path: Path, data) -> str:
 
 def add_entry(file: Path, kind: Optional[str], force: bool) -> str:
     """Validate ``file`` as a catalog entry, copy it into the user catalog as ``<id>.yaml``; what was written."""
+    from parplan.spec import load_yaml_file
+
     if not file.is_file():
         raise SpecError(f"no such file {str(file)!r}")
     data = load_yaml_file(file)

@@ -10,21 +10,20 @@ import io
 from pathlib import Path
 from typing import Optional
 
-import pandas as pd
 import typer
 from rich.markup import escape
 
-from parplan.api import estimate
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt, emit, Format, FormatOpt,
                                 gib, GlobalBatchOpt, handle_errors, human_s, HwOpt, ImbalanceOpt, ModelArg,
                                 OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json)
 from parplan.errors import SpecError
-from parplan.models.estimate import Estimate
 from parplan.planner.budget import MAX_PLANS_HELP
 
+# pandas, the API and the models are imported inside the functions: `parplan --help` does not load them
 
 
-def estimate_row(e: Estimate) -> dict:
+
+def estimate_row(e: "Estimate") -> dict:  # noqa: F821  (parplan.models.estimate.Estimate)
     """Flat record (CSV): plan axes, metrics, then every breakdown part."""
     row = {"workload": e.workload, "cluster": e.cluster, "n_devices": e.n_devices, **e.plan.as_dict(),
            "fits": e.fits, "step_time_s": e.step_time_s, "tokens_per_s": e.tokens_per_s,
@@ -45,7 +44,7 @@ def _parts_rows(parts: dict, suffix: str, fmt, total: float) -> list[list[str]]:
     return rows + [["total", fmt(sum(parts.values())), "100.0 %"]]
 
 
-def render_table(e: Estimate, width: int | None = None) -> str:
+def render_table(e: "Estimate", width: int | None = None) -> str:
     """The estimate as three tables that fit the terminal (``width``: a file's): the summary, time per step (one
     unit for the column) and memory per device (GiB)."""
     from parplan.cli.tables import Col, console, fmt_time, render, time_unit
@@ -80,6 +79,8 @@ def render_table(e: Estimate, width: int | None = None) -> str:
 
 
 def frame_csv(rows: list[dict]) -> str:
+    import pandas as pd
+
     from parplan.planner.export import integer_columns
 
     buf = io.StringIO()
@@ -132,6 +133,8 @@ def register(app: typer.Typer) -> None:
         if (plan is None) == (plan_file is None):
             raise SpecError("give exactly one of --plan or --plan-file", key="--plan")
         if plan_file is not None:
+            import pandas as pd
+
             from parplan.cli.hetero_out import frame_to_csv, hetero_estimate_json, render_hetero_estimate, result_row
             from parplan.hardware.catalog import load_cluster
             from parplan.models.families import hetero_model
@@ -150,6 +153,8 @@ def register(app: typer.Typer) -> None:
             else:
                 emit(render_hetero_estimate(res, w.name, c, width=table_width(output)), output, what + " as a table")
             return
+        from parplan.api import estimate
+
         bar = LazyProgress(not quiet, "completing the plan")
         try:
             e = estimate(model, hw, plan, seq_len=seq_len, global_batch=global_batch, precision=precision,

@@ -2,13 +2,17 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.markup import escape
 
 from parplan.cli.common import gib, human_s
-from parplan.hardware.types import Cluster
-from parplan.models.hetero import HeteroPlan, HeteroResult
+
+if TYPE_CHECKING:  # pandas and the models are imported where used (start-up: `parplan --help` loads neither)
+    import pandas as pd
+
+    from parplan.hardware.types import Cluster
+    from parplan.models.hetero import HeteroPlan, HeteroResult
 
 # columns of `suggest --format csv` on a multi-group cluster (stable from now on)
 HETERO_COLUMNS = [
@@ -70,6 +74,8 @@ def _speedups(step: float, uniform: HeteroResult | None, fastest) -> dict:
 
 
 def hetero_frame(ps, workload_name: str, cluster: Cluster, top: int) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     cands = ps.candidates if top == 0 else ps.candidates[:top]
     for i, c in enumerate(cands, 1):
@@ -245,6 +251,8 @@ def _plan_of(c: Cluster, plan, plan_file):
 def simulate_hetero_cmd(w, c: Cluster, plan, plan_file, fmt, output, *, trace=None, schedule=None, slowdown=(),
                         mode="auto", p2p="blocking") -> None:
     """``simulate --plan-file`` on a multi-group cluster: every distinct pipeline played out with 1F1B."""
+    import pandas as pd
+
     from parplan.api import check_hetero_simulation
     from parplan.cli.common import Format, emit, table_width, to_json
     from parplan.cli.tables import Col, render
@@ -292,6 +300,7 @@ def validate_hetero_cmd(w, c: Cluster, plan, plan_files, top, tolerance, fmt, ou
                         quiet=False) -> None:
     """``validate`` on a multi-group cluster: analytical vs simulated step of plan files or of the planner's top K
     heterogeneous plans (memory is the model's only: the heterogeneous executor plays time, not memory)."""
+    import pandas as pd
     import typer
 
     from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, table_width, to_json, what_written

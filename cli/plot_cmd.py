@@ -17,8 +17,7 @@ from parplan.cli.common import (check_framework, check_precision, DebugOpt, Fram
                                 GlobalBatchOpt, handle_errors, HwOpt, ImbalanceOpt, ModelArg, one_line,
                                 PrecisionOpt, SeqLenOpt)
 from parplan.errors import SpecError, did_you_mean
-from parplan.planner.budget import MAX_MBS, MAX_PLANS_HELP
-from parplan.planner.search import HEADROOM_HELP
+from parplan.planner.budget import HEADROOM_HELP, MAX_MBS, MAX_PLANS_HELP
 
 PlotOut = Annotated[Path, typer.Option("-o", "--output", help="the figure to write: FILE.png or FILE.svg")]
 FixOpt = Annotated[Optional[List[str]], typer.Option("--fix", help="pin a plan key, e.g. --fix tp=8 (repeatable)")]

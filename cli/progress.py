@@ -6,13 +6,10 @@ import contextlib
 import sys
 import threading
 import time
-from typing import Optional
-
 import typer
-from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
-from rich.text import Text
 
 from parplan.cli.common import err_console
+
 
 class _Err:
     """Messages on stderr, one unwrapped line each (no terminal-width wrapping, no markup)."""
@@ -21,11 +18,17 @@ class _Err:
         typer.echo(text, err=True)
 
 
-class _Count(ProgressColumn):
-    """``done/total`` (nothing while a step without counts runs)."""
+def _count_column():
+    """A rich column ``done/total`` (nothing while a step without counts runs); rich.progress is imported only
+    when a bar is shown."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
 
-    def render(self, task) -> Text:
-        return Text("" if task.total is None else f"{task.completed:,.0f}/{task.total:,.0f}")
+    class _Count(ProgressColumn):
+        def render(self, task) -> Text:
+            return Text("" if task.total is None else f"{task.completed:,.0f}/{task.total:,.0f}")
+
+    return _Count()
 
 
 class LazyProgress:
@@ -41,12 +44,14 @@ class LazyProgress:
         self.label, self.delay_s = label, delay_s
         self.t0 = time.perf_counter()
         self.t0_clock = time.monotonic()  # rich's clock
-        self.bar: Optional[Progress] = None
+        self.bar = None  # a rich Progress once shown
         self.task = None
         self._lock = threading.Lock()
 
     def _start(self, total, label: str | None = None) -> None:
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), _Count(), TimeElapsedColumn(),
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), _count_column(), TimeElapsedColumn(),
                             console=err_console(), transient=True)
         self.bar.start()
         self.task = self.bar.add_task(label or self.label, total=total)

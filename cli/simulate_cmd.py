@@ -17,10 +17,9 @@ from rich.markup import escape
 
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
                                 FormatOpt, FrameworkOpt, ImbalanceOpt, gib, GlobalBatchOpt, handle_errors, human_s,
-                                HwOpt, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json,
-                                what_written)
+                                HwOpt, MAX_EVENTS_HELP, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width,
+                                to_json, TRACE_SHARE, what_written)
 from parplan.errors import SpecError, did_you_mean
-from parplan.executor.budget import MAX_EVENTS_HELP, TRACE_SHARE, check_max_events
 from parplan.planner.budget import MAX_PLANS_HELP, check_max_plans, check_number
 
 VALIDATE_MAX_TOP = 1_000  # validate --top K: plans simulated (each up to --max-events)
@@ -33,6 +32,14 @@ P2P_MODES = ["blocking", "async"]
 
 
 DEFAULT_TOLERANCE = 0.05  # validate's default: the executor-agreement tolerance of the training model
+
+
+def check_max_events(max_events: int) -> None:
+    """``--max-events`` in range (``executor.budget``, imported here: the executor loads numpy)."""
+    from parplan.executor.budget import check_max_events as check
+
+    check(max_events)
+
 
 def _door_simulate(schedule, mode, p2p, max_events) -> None:
     """Option values of ``simulate``, checked before anything is loaded."""

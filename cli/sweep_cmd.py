@@ -30,8 +30,7 @@ def _split(text: str, key: str) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    from parplan.planner.sweep import DEFAULT_MAX_CELLS
-    from parplan.planner.sweep_run import DEFAULT_CONNECT_TIMEOUT_S
+    from parplan.cli.common import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_MAX_CELLS  # (planner.sweep loads pydantic)
 
     @app.command("sweep")
     @handle_errors

@@ -9,15 +9,19 @@ optional memory effects.  ``run`` plays it out:
   when its stream is idle and all its dependencies have finished.
 * **Links** are shared resources.  A transfer first waits its latency, then joins its links; the k transfers
   present on a link share it equally (processor sharing), and a transfer spanning several links progresses at
-  its smallest share.  Every join and leave re-times the transfers in flight on the links concerned (remaining
-  work is settled at the old rate, a new finish time is pushed, the superseded one goes stale).
+  its smallest share.  Re-timing is incremental: all single-link transfers on a link progress at the same rate
+  1/k, so each link keeps a *virtual clock* (the work served to each of its transfers so far) and a heap of its
+  transfers by virtual finish tag (clock at join + work); only the earliest of them has a finish event on the
+  main heap, and a join or leave settles the clock, changes k and re-pushes that one event — O(log k), not
+  O(k).  Multi-link transfers are re-timed explicitly (remaining work settled at the old rate, a new finish
+  pushed) and only when their smallest share changed; a superseded finish event goes stale.
 * **Events** live on one heap of tuples ``(time, priority, sequence, op)``: priority 0 = the op finishes (at equal
   times finishes go first, so links and streams are freed before anything joins), 1 = a transfer has waited its
   latency and joins its links.  The sequence number is a global counter, so equal-time events resolve in a fixed
   order (first scheduled, first processed) and two runs of one program produce identical timelines.
 
-The hot loop works on flat Python lists indexed by op id (struct of arrays) and heap tuples; starting an op is
-inlined, and a transfer alone on its link takes a fast path — no per-event objects beyond the heap tuple.
+The hot loop works on flat Python lists indexed by op id (struct of arrays) and heap tuples; starting a compute op
+is inlined, and a transfer alone on its link takes a fast path — no per-event objects beyond the heap tuple.
 """
 from __future__ import annotations
 
@@ -133,6 +137,7 @@ def _run(prog: Program, progress=None) -> RunResult:
     lat = prog.column("lat")
     olinks = prog.column("links")
     ns = len(prog.stream_name)
+    nl = len(prog.link_name)
     succ: list = [None] * n
     ndeps = [0] * n
     for a, b in zip(prog.dep_from, prog.dep_to):
@@ -154,85 +159,158 @@ def _run(prog: Program, progress=None) -> RunResult:
         lst.append(-1)  # sentinel: no next op
     spos = [0] * ns
     sbusy = [False] * ns
-    lact: list = [[] for _ in range(len(prog.link_name))]
+    # a transfer on one link (``single``) is tracked by its link's virtual clock; one on several links by its rate
+    single = [lk is not None and len(lk) == 1 for lk in olinks]
+    lone = [lk[0] if s else -1 for lk, s in zip(olinks, single)]
+
+    # links: transfers present, the virtual clock (work served to each of them so far) and when it was settled,
+    # the heap of single-link transfers by virtual finish tag, the one of them whose finish is on the main heap,
+    # and the multi-link transfers present
+    lcnt = [0] * nl
+    lvt = [0.0] * nl
+    lvt_t = [0.0] * nl
+    lq: list = [[] for _ in range(nl)]
+    lhead = [-1] * nl
+    lmul: list = [[] for _ in range(nl)]
 
     start = [0.0] * n
     end = [-1.0] * n
     join = [0.0] * n
     unblk = [-1] * n
-    xrem = [0.0] * n
+    xrem = [0.0] * n  # multi-link transfers: remaining work when last settled, at xt, at rate xrate
     xt = [0.0] * n
     xrate = [0.0] * n
-    expect = [-1] * n
+    expect = [-1] * n  # transfers: the sequence number of the finish event that counts (others are stale)
 
     heap: list = []
     push = heapq.heappush
     pop = heapq.heappop
+    qpush = heapq.heappush
+    qpop = heapq.heappop
     nxt = itertools.count().__next__
 
-    def retime(ls, t, leaving, joining):
-        """Settle remaining work on links ``ls`` at the old rates, change membership, push new finish times."""
-        if len(ls) == 1:
-            a = lact[ls[0]]
-            if joining >= 0 and not a:  # fast path: alone on an idle link
-                a.append(joining)
-                xrem[joining] = dur[joining]
-                xt[joining] = t
-                xrate[joining] = 1.0
-                sq = nxt()
-                expect[joining] = sq
-                push(heap, (t + dur[joining], 0, sq, joining))
-                return
-            if leaving >= 0 and len(a) == 1:  # fast path: the last one leaves
-                a.clear()
-                return
+    def head(lk, t, v, c):
+        """Put link ``lk``'s earliest-finishing single-link transfer on the main heap (its rate is 1/c now)."""
+        q = lq[lk]
+        old = lhead[lk]
+        if q:
+            f, h = q[0]
+            if old != h and old >= 0:
+                expect[old] = -1
+            lhead[lk] = h
+            sq = nxt()
+            expect[h] = sq
+            r = f - v
+            push(heap, (t + r * c if r > 0.0 else t, 0, sq, h))
+        elif old >= 0:
+            expect[old] = -1
+            lhead[lk] = -1
+
+    def retime_multi(ls, t):
+        """Multi-link transfers on links ``ls`` whose rate (their smallest share) changed: settle, push anew."""
         for lk in ls:
-            for x in lact[lk]:
-                if xt[x] != t:
-                    r = xrem[x] - (t - xt[x]) * xrate[x]
-                    xrem[x] = r if r > 0.0 else 0.0
-                    xt[x] = t
-        for lk in ls:
-            if leaving >= 0:
-                lact[lk].remove(leaving)
-            if joining >= 0:
-                lact[lk].append(joining)
-        if joining >= 0:
-            xrem[joining] = dur[joining]
-            xt[joining] = t
-            xrate[joining] = 0.0
-        for lk in ls:
-            for x in lact[lk]:
-                lx = olinks[x]
-                if len(lx) == 1:
-                    rate = 1.0 / len(lact[lx[0]])
-                else:
-                    rate = 1.0 / max(len(lact[k]) for k in lx)
+            for x in lmul[lk]:
+                rate = 1.0 / max([lcnt[k] for k in olinks[x]])
                 if rate != xrate[x]:
+                    r = xrem[x] - (t - xt[x]) * xrate[x]
+                    r = r if r > 0.0 else 0.0
+                    xrem[x] = r
+                    xt[x] = t
                     xrate[x] = rate
                     sq = nxt()
                     expect[x] = sq
-                    push(heap, (t + xrem[x] / rate, 0, sq, x))
+                    push(heap, (t + r / rate, 0, sq, x))
 
-    def begin_transfer(o, t):
-        if lat[o] > 0.0:
-            push(heap, (t + lat[o], 1, nxt(), o))
-        else:
-            join[o] = t
-            retime(olinks[o], t, -1, o)
+    def enter(o, t):
+        """Transfer ``o`` joins its links at ``t``."""
+        join[o] = t
+        if single[o]:
+            lk = lone[o]
+            c = lcnt[lk]
+            if not c:  # alone on an idle link: full rate, finish after its work
+                lcnt[lk] = 1
+                lvt[lk] = 0.0
+                lvt_t[lk] = t
+                lq[lk].append((dur[o], o))
+                lhead[lk] = o
+                sq = nxt()
+                expect[o] = sq
+                push(heap, (t + dur[o], 0, sq, o))
+                return
+            v = lvt[lk] + (t - lvt_t[lk]) / c
+            lvt[lk] = v
+            lvt_t[lk] = t
+            c += 1
+            lcnt[lk] = c
+            qpush(lq[lk], (v + dur[o], o))
+            head(lk, t, v, c)
+            if lmul[lk]:
+                retime_multi((lk,), t)
+            return
+        ls = olinks[o]
+        for lk in ls:
+            c = lcnt[lk]
+            v = lvt[lk] + (t - lvt_t[lk]) / c if c else 0.0
+            lvt[lk] = v
+            lvt_t[lk] = t
+            lcnt[lk] = c + 1
+            if lq[lk]:
+                head(lk, t, v, c + 1)
+        retime_multi(ls, t)
+        for lk in ls:
+            lmul[lk].append(o)
+        rate = 1.0 / max([lcnt[k] for k in ls])
+        xrem[o] = dur[o]
+        xt[o] = t
+        xrate[o] = rate
+        sq = nxt()
+        expect[o] = sq
+        push(heap, (t + dur[o] / rate, 0, sq, o))
+
+    def leave(o, t):
+        """Transfer ``o`` has finished: it leaves its links."""
+        if single[o]:
+            lk = lone[o]
+            c = lcnt[lk]
+            q = lq[lk]
+            if c == 1:  # the last one leaves: the link is idle
+                lcnt[lk] = 0
+                q.clear()
+                lhead[lk] = -1
+                return
+            v = lvt[lk] + (t - lvt_t[lk]) / c
+            lvt[lk] = v
+            lvt_t[lk] = t
+            c -= 1
+            lcnt[lk] = c
+            qpop(q)  # o: the earliest virtual finish
+            lhead[lk] = -1
+            head(lk, t, v, c)
+            if lmul[lk]:
+                retime_multi((lk,), t)
+            return
+        ls = olinks[o]
+        for lk in ls:
+            c = lcnt[lk]
+            v = lvt[lk] + (t - lvt_t[lk]) / c
+            lvt[lk] = v
+            lvt_t[lk] = t
+            lcnt[lk] = c - 1
+            lmul[lk].remove(o)
+            if lq[lk]:
+                head(lk, t, v, c - 1)
+        retime_multi(ls, t)
 
     def launch(j, t):
-        """Start op j at t: compute finishes after its duration; a transfer alone on an idle link with no latency
-        runs at full rate at once (fast path), any other waits out its latency and joins its links."""
+        """Start op j at t: compute finishes after its duration; a transfer waits out its latency (an event) and
+        joins its links."""
         start[j] = t
-        lj = olinks[j]
-        if lj is None:
+        if olinks[j] is None:
             push(heap, (t + dur[j], 0, nxt(), j))
-        elif lat[j] == 0.0 and len(lj) == 1 and not lact[lj[0]]:
-            join[j] = t
-            retime(lj, t, -1, j)
+        elif lat[j] > 0.0:
+            push(heap, (t + lat[j], 1, nxt(), j))
         else:
-            begin_transfer(j, t)
+            enter(j, t)
 
     # ops without dependencies at the head of their stream start at t = 0
     for s in range(ns):
@@ -240,10 +318,7 @@ def _run(prog: Program, progress=None) -> RunResult:
         if o >= 0 and ndeps[o] == 0:
             spos[s] = 1
             sbusy[s] = True
-            if olinks[o] is None:
-                push(heap, (dur[o], 0, nxt(), o))
-            else:
-                begin_transfer(o, 0.0)
+            launch(o, 0.0)
 
     tick = PROGRESS_EVERY if progress is not None else -1  # a countdown: one decrement per event, no call
     popped = 0
@@ -255,17 +330,12 @@ def _run(prog: Program, progress=None) -> RunResult:
             progress(popped)
             tick = PROGRESS_EVERY
         if pr:  # a transfer's latency has elapsed: it joins its links
-            join[o] = t
-            retime(olinks[o], t, -1, o)
+            enter(o, t)
             continue
-        ls = olinks[o]
-        if ls is not None:
+        if olinks[o] is not None:
             if sq != expect[o]:
                 continue  # superseded by a re-timing
-            if len(ls) == 1 and len(lact[ls[0]]) == 1:
-                lact[ls[0]].clear()  # the last transfer leaves its link
-            else:
-                retime(ls, t, o, -1)
+            leave(o, t)
         end[o] = t
         s = ostream[o]
         for j in succ[o]:
@@ -277,12 +347,20 @@ def _run(prog: Program, progress=None) -> RunResult:
                 if sj != s and not sbusy[sj] and spos[sj] == opos[j]:
                     spos[sj] += 1
                     sbusy[sj] = True
-                    launch(j, t)
+                    start[j] = t
+                    if olinks[j] is None:
+                        push(heap, (t + dur[j], 0, nxt(), j))
+                    else:
+                        launch(j, t)
         pos = spos[s]
         j = sops[s][pos]
         if j >= 0 and ndeps[j] == 0:
             spos[s] = pos + 1
-            launch(j, t)
+            start[j] = t
+            if olinks[j] is None:
+                push(heap, (t + dur[j], 0, nxt(), j))
+            else:
+                launch(j, t)
         else:
             sbusy[s] = False
 
