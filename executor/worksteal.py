@@ -88,6 +88,62 @@ def _tree(n_tasks: int, total: float):
     return work, kids
 
 
+def _level_tree(counts, cutoff: int, total: float):
+    """n-queens' search tree cut at depth ``cutoff`` (benchmarks/omp/nqueens.c): ``counts[d]`` valid boards at depth
+    d; a node at depth d < cutoff spawns its children (counts[d+1] spread evenly over the counts[d] parents), a node at
+    the cutoff depth carries an equal share of the subtrees below it."""
+    c = max(1, min(cutoff, len(counts) - 1))
+    while c > 1 and counts[c] == 0:
+        c -= 1
+    work, kids = [], []
+    leaf = total / max(counts[c], 1)
+
+    def make(d: int, width: int) -> list:
+        """``width`` nodes of depth d: their ids."""
+        ids = list(range(len(work), len(work) + width))
+        for _ in ids:
+            work.append(0.0 if d < c else leaf)
+            kids.append(())
+        if d < c:
+            child = make(d + 1, counts[d + 1])
+            per, extra = divmod(len(child), width)
+            pos = 0
+            for j, i in enumerate(ids):
+                m = per + (j < extra)
+                kids[i] = tuple(child[pos:pos + m])
+                pos += m
+        return ids
+
+    make(0, 1)
+    return work, kids
+
+
+def _sort_graph(n_elems: int, cutoff: int, unit: float, ranks: float):
+    """Mergesort's task tree (benchmarks/omp/sort.c): halves above ``cutoff`` elements spawn two tasks, leaves sort
+    serially (c·log2 c units), each internal node merges its m elements after both halves (m units, 16·m bytes) —
+    the join continuation the last finishing half's worker runs (Cilk's sync; no dispatch)."""
+    work, kids, join, jbytes = [], [], [], []
+    per_rank = n_elems / max(ranks, 1.0)
+
+    def make(m: float) -> int:
+        i = len(work)
+        work.append(0.0)
+        kids.append(())
+        join.append(0.0)
+        jbytes.append(0.0)
+        if m <= cutoff:
+            work[i] = m * math.log2(max(m, 2.0)) * unit
+        else:
+            h = m / 2.0
+            kids[i] = (make(h), make(m - h))
+            join[i] = m * unit
+            jbytes[i] = 16.0 * m
+        return i
+
+    make(per_rank)
+    return work, kids, join, jbytes
+
+
 def _layers(n_tasks: int, layers: int, deps: int, grain: float):
     """A layered DAG: ``layers`` rows of equal width; task j of row l depends on tasks j-1..j+1 of row l-1."""
     layers = max(1, min(layers, n_tasks))
@@ -112,19 +168,27 @@ def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
                         key="--plan grain", hint="simulate a coarser grain or a smaller instance")
     grain = s.work_s[gi] / s.tasks[gi]
     k = spec.kernel
-    if k is not None and k.name == "fib" and ranks_total == 1:
-        from parplan.workloads.taskgraph import DEFAULT_UNIT_S
+    from parplan.workloads.taskgraph import DEFAULT_UNIT_S
 
+    if k is not None and k.name == "fib" and ranks_total == 1:
         work, kids = _fib_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["fib"])
-        return "tree", work, kids, [0.0] * len(work)
+        return "tree", work, kids, [0.0] * len(work), None
+    if k is not None and k.name == "nqueens" and ranks_total == 1:
+        from parplan.workloads.taskgraph import _queens_levels
+
+        work, kids = _level_tree(_queens_levels(k.n), int(s.grain[gi]), s.work_s[gi])
+        return "tree", work, kids, [0.0] * len(work), None
+    if k is not None and k.name == "sort":
+        work, kids, join, jbytes = _sort_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["sort"], ranks_total)
+        return "tree", work, kids, [0.0] * len(work), (join, jbytes)
     byte_per_task = s.bytes[gi] / s.tasks[gi]
     if s.producer == "single":
         layers = int(round(min(s.span_s[gi], s.work_s[gi] / ranks_total) / grain))
         work, preds = _layers(int(round(N)), layers, int(s.deps[gi]), grain)
-        return "layers", work, preds, [byte_per_task] * len(work)
+        return "layers", work, preds, [byte_per_task] * len(work), None
     work, kids = _tree(int(round(N)), s.work_s[gi] / ranks_total)
     leaves = sum(1 for w in work if w > 0)
-    return "tree", work, kids, [s.bytes[gi] / ranks_total / leaves if w > 0 else 0.0 for w in work]
+    return "tree", work, kids, [s.bytes[gi] / ranks_total / leaves if w > 0 else 0.0 for w in work], None
 
 
 def simulate_plan(spec, machine, plan: dict, *, seed: int = 0, max_tasks: int = 200_000) -> SimResult:
@@ -138,15 +202,17 @@ def simulate_plan(spec, machine, plan: dict, *, seed: int = 0, max_tasks: int = 
     W = t * S // R
     grains = list(spec.grains)
     gi = 0 if spec.dag is not None else grains.index(plan["grain"])
-    kind, work, links, bytes_ = build_graph(spec, gi, R * nodes, max_tasks)
+    kind, work, links, bytes_, joins = build_graph(spec, gi, R * nodes, max_tasks)
     summary = spec.summary()
     eff = min(t, sock.cores) + defaults["smt_gain"] * max(0, t - sock.cores)
     speed = eff / t
     s_r = max(1.0, S / R)
     r = defaults["remote_steal_fraction"] * (s_r - 1) / s_r * (defaults["numa_aware_remote_cut"] if f["numa_aware"] else 1)
     bw = float(ws.numa_bandwidth(min(t, sock.cores), S, sock.core_bytes_per_s, sock.stream_bytes_per_s,
-                                 machine.remote_bytes_per_s, r)) / R / W
-    lock = float(ws.lock_law(v["lock_s0"], v["lock_s1"], W))
+                                 machine.remote_bytes_per_s, r)) / R  # the rank's bandwidth, shared by the
+    core_bw = sock.core_bytes_per_s  # tasks running at once, each at most one core's (the roofline's saturation)
+    running = [0]
+    lock = float(ws.lock_law(v["lock_s0"], v["lock_s1"], W)) + float(summary.deps[gi]) * v["dep_s1"] * max(W - 1, 0)
     barrier = float(ws.barrier(f["tree"], v["barrier_c"], W))
     fence = sock.fence_s if sock.fence_s is not None else defaults["fence"]
     shared = v["steal"] == 0.0
@@ -161,6 +227,11 @@ def simulate_plan(spec, machine, plan: dict, *, seed: int = 0, max_tasks: int = 
             for p in ps:
                 succ[p].append(i)
         npred0 = [len(ps) for ps in links]
+    parent = [-1] * n
+    if joins is not None:
+        for i, ks in enumerate(links):
+            for c in ks:
+                parent[c] = i
     clock = 0.0
     steals = failed = 0
     busy = 0.0
@@ -223,7 +294,8 @@ def simulate_plan(spec, machine, plan: dict, *, seed: int = 0, max_tasks: int = 
         for w in range(W):
             seq += 1
             heapq.heappush(heap, (prod_free if (w == 0 and kind == "layers") else start, seq, w, -1))
-        total = n
+        total = n + (sum(1 for k in links if k) if joins is not None else 0)
+        pending = [len(k) for k in links] if joins is not None else None
         last = start
         while heap:
             now, _, w, fin = heapq.heappop(heap)
@@ -232,17 +304,34 @@ def simulate_plan(spec, machine, plan: dict, *, seed: int = 0, max_tasks: int = 
                 continue
             if fin >= 0:  # task fin finished on w: release successors / spawn children
                 done += 1
+                if fin < n:
+                    running[0] -= 1
                 last = max(last, now)
                 t0 = now
                 if kind == "layers":
                     for sidx in succ[fin]:
                         npred[sidx] -= 1
                         if npred[sidx] == 0:
-                            push(w, sidx, max(t0, created[sidx]))
+                            if created[sidx] > t0:  # not created yet: ready when the producer creates it
+                                seq += 1
+                                heapq.heappush(heap, (created[sidx], seq, 0, -2 - sidx))
+                            else:
+                                push(w, sidx, t0)
                 else:
-                    for c in links[fin]:
-                        t0 += create
-                        push(w, c, t0)
+                    if fin < n:
+                        for c in links[fin]:
+                            t0 += create
+                            push(w, c, t0)
+                    if joins is not None and (fin >= n or not links[fin]):
+                        p = parent[fin - n if fin >= n else fin]
+                        if p >= 0:
+                            pending[p] -= 1
+                            if pending[p] == 0:  # the last half done: this worker merges (the sync continuation)
+                                dur = max(joins[0][p] / speed, joins[1][p] / min(core_bw, bw / (running[0] + 1)))
+                                busy += dur
+                                seq += 1
+                                heapq.heappush(heap, (t0 + dur, seq, w, n + p))
+                                continue
                 seq += 1
                 heapq.heappush(heap, (t0, seq, w, -1))
                 continue
@@ -280,7 +369,8 @@ def simulate_plan(spec, machine, plan: dict, *, seed: int = 0, max_tasks: int = 
                 idle.append(w)
                 continue
             ready_count[0] -= 1
-            dur = max(work[task] / speed, bytes_[task] / bw) + sched
+            running[0] += 1
+            dur = max(work[task] / speed, bytes_[task] / min(core_bw, bw / running[0])) + sched
             busy += dur
             seq += 1
             heapq.heappush(heap, (now + dur, seq, w, task))

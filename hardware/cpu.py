@@ -13,6 +13,9 @@ A socket file (``catalogs/hardware/cpus/<id>.yaml`` or a user file written by ``
     core_bandwidth: "40 GB/s"      # one core's achievable bandwidth (saturation at stream/core cores)
     dram_latency: "110 ns"         # remote_latency, remote_bandwidth: from the other socket (default: the link)
     task_overhead: "0.2 us"        # optional, measured: one empty OpenMP task created + run (parplan calibrate cpu)
+    task_contention: "0.2 us"      # optional, measured: serialized time per task with every core spawning
+    task_dependence: "10 ns"       # optional, measured: one task dependence registered (one thread / every core:
+    task_dependence_contention: "70 ns"   # task_dependence_contention)
 
 A machine file (``catalogs/cpu_clusters/<name>.yaml`` or a user file): ``kind: cpu-cluster``, ``socket`` (an id,
 an inline socket mapping or a path to a socket file), ``sockets_per_node`` (1–8), ``inter_socket`` {name, bandwidth,
@@ -75,7 +78,9 @@ class SocketEntry(_Strict):
     fence_cost: Optional[Quantity] = None  # full memory fence (MFENCE / DMB ISH)
     task_overhead: Optional[Quantity] = None  # measured here: one empty task, one thread (calibrate)
     task_contention: Optional[Quantity] = None  # measured here: serialized time per task with every core creating
-    task_runtime: Optional[Name] = None  # the runtime those two were measured with (libgomp for gcc -fopenmp)
+    task_dependence: Optional[Quantity] = None  # measured here: registering one task dependence, one thread
+    task_dependence_contention: Optional[Quantity] = None  # measured here: the same with every core in the team
+    task_runtime: Optional[Name] = None  # the runtime those were measured with (libgomp for gcc -fopenmp)
     tdp: Optional[Quantity] = None
     generation: Optional[Name] = None
     source: str = Field(min_length=8)
@@ -127,6 +132,8 @@ class CpuSocket:
     task_contention_s: float | None
     source: str
     task_runtime: str | None = None
+    task_dependence_s: float | None = None
+    task_dependence_contention_s: float | None = None
 
     def core_peak(self, width: str = "simd256") -> float:
         """Peak FP64 FLOP/s of one core at ``width`` (the widest the socket has when it lacks ``width``)."""
@@ -213,6 +220,9 @@ def socket_from_dict(data: Any, file: str | None = None, prefix: str = "") -> Cp
             task_contention_s=(None if e.task_contention is None else
                                parse_quantity(e.task_contention, "seconds", key=p + "task_contention", file=file,
                                               positive=False)),
+            task_dependence_s=_opt(e.task_dependence, "seconds", p + "task_dependence", file),
+            task_dependence_contention_s=_opt(e.task_dependence_contention, "seconds",
+                                              p + "task_dependence_contention", file),
             source=e.source, task_runtime=e.task_runtime)
     except SpecError as err:
         raise locate(err, data, file) from None

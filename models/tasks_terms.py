@@ -5,9 +5,9 @@ Per iteration and MPI rank (ANCHORS.md Part B §1.3's overhead-augmented work/sp
 * ``compute_s``       = W_r·((1 − f)/P_eff + f): useful work over effective cores (SMT adds ``smt_gain`` per extra
                         thread), an Amdahl serial fraction f where the workload has one;
 * ``memory_s``        = max(0, bytes_r/BW − compute_s): the bandwidth roofline's excess, BW the NUMA harmonic mix;
-* ``task_overhead_s`` = N_r·(create + d·dep + sched)/P_eff (recursive producers); a single producer pays only sched
-                        in parallel — its create + d·dep is serialized on it;
-* ``contention_s``    = max(0, serial − work path): serial = N_r·s_lock(P) (+ the single producer's creation);
+* ``task_overhead_s`` = N_r·(create + d·dep + sched)/P_eff — a single producer's creations occupy a worker too;
+* ``contention_s``    = max(0, serial − work path): serial = N_r·(s_lock(P) + d·dep_s1·(P − 1)) (+ the single
+                        producer's creation, serialized on it);
 * ``span_s``          = (1 − 1/P)·1.7·(T∞_r + depth·burden), burden = steal (+ remote latency, + CAS/fence per
                         level for private-deque stealing);
 * ``barrier_s``       = rounds·barrier(P);
@@ -29,7 +29,7 @@ from parplan.models.primitives import workspan as ws
 
 TIME_PARTS = ("compute_s", "memory_s", "task_overhead_s", "contention_s", "span_s", "barrier_s", "record_s",
               "mpi_halo_s", "mpi_allreduce_s")
-PROFILE_KEYS = ("create", "sched", "dep", "lock_s0", "lock_s1", "barrier_c", "steal", "record", "replay",
+PROFILE_KEYS = ("create", "sched", "dep", "dep_s1", "lock_s0", "lock_s1", "barrier_c", "steal", "record", "replay",
                 "immediate_successor")
 FLAG_KEYS = ("tree", "numa_aware", "replays", "replay_lock", "no_iteration_barrier", "sync_per_level",
              "fence_per_task")
@@ -88,6 +88,11 @@ def profiles(names: "list[str] | None" = None, socket=None) -> Profiles:
                 vals["sched"][i] = socket.task_overhead_s * (1 - share)
                 if socket.task_contention_s is not None and socket.cores > 1:
                     vals["lock_s1"][i] = max(0.0, socket.task_contention_s - vals["lock_s0"][i]) / (socket.cores - 1)
+                if socket.task_dependence_s is not None:
+                    vals["dep"][i] = socket.task_dependence_s
+                    if socket.task_dependence_contention_s is not None and socket.cores > 1:
+                        vals["dep_s1"][i] = max(0.0, socket.task_dependence_contention_s - socket.task_dependence_s
+                                                ) / (socket.cores - 1)
     return Profiles(tuple(names), vals, flags)
 
 
@@ -128,10 +133,13 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     else:
         create = v["create"] + d["deps"] * v["dep"] + np.where(f["fence_per_task"], fence, 0.0)
         per_task = v["sched"]
-        lock = ws.lock_law(v["lock_s0"], v["lock_s1"], T)
+        # dependences registered under the team lock (libgomp: gomp_task_handle_depend runs with team->task_lock
+        # held, gcc libgomp/task.c) grow with contenders like the lock itself: d·dep_s1·(P − 1) more serialized
+        lock = ws.lock_law(v["lock_s0"], v["lock_s1"], T) + d["deps"] * v["dep_s1"] * np.maximum(T - 1.0, 0.0)
     # a single producer's tasks sit on its deque: every task another worker runs is a steal (DES: worksteal.py)
     steal_each = np.where(single, v["steal"] * (1.0 - 1.0 / np.maximum(T, 1.0)), 0.0)
-    overhead = N * (per_task + steal_each + np.where(single, 0.0, create)) / P_eff
+    # a single producer's creations occupy it (a worker): in the work path, and serialized on it
+    overhead = N * (per_task + steal_each + create) / P_eff
     serial = N * lock + np.where(single, N * create, 0.0)
     work_path = compute + memory + overhead
     contention = np.maximum(0.0, serial - work_path)

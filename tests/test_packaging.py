@@ -52,7 +52,7 @@ def test_every_source_file_is_installed():
     for package, folder in _package_dirs().items():
         src, dst = ROOT / folder, _installed_dir(package)
         for f in sorted(src.rglob("*")):
-            if f.suffix in (".py", ".yaml") and "__pycache__" not in f.parts:
+            if f.suffix in (".py", ".yaml", ".c") and "__pycache__" not in f.parts:
                 if not (dst / f.relative_to(src)).is_file():
                     missing.append(f"{package}: {f.relative_to(ROOT)}")
     assert not missing, missing

@@ -199,7 +199,8 @@ def _sort(n: int, unit: float, cutoffs: list[int]) -> tuple:
         levels = max(0.0, math.ceil(math.log2(n / c)))
         leaves = 2.0**levels
         work = n * math.log2(n) * unit
-        span = (c * math.log2(c) + 2 * n) * unit  # a leaf sort, then serial merges n/2 + n/4 + ... ≈ n, ×2 copy
+        # a leaf sort, then the serial merges on the path up: n + n/2 + … over the levels above the leaves
+        span = (c * math.log2(c) + 2 * n * (1 - 2.0**-levels)) * unit
         bytes_ = 16.0 * n * levels  # one read + one write of 8 B per element per merge level above the leaves
         rows.append((c, work, min(span, work), max(1.0, 2 * (leaves - 1)), 0.0, bytes_, levels + 1, 1))
     return rows, "recursive"

@@ -115,7 +115,7 @@ def test_c_fib_builds_and_runs(tmp_path, root):
     if cc is None:
         pytest.skip("no C compiler on this machine")
     exe = tmp_path / "fib"
-    p = subprocess.run([cc, "-O2", "-fopenmp", str(root / "benchmarks/omp/fib.c"), "-o", str(exe)],
+    p = subprocess.run([cc, "-O2", "-fopenmp", str(root / "hardware/cpu_kernels/fib.c"), "-o", str(exe)],
                        capture_output=True, text=True)
     if p.returncode != 0:
         pytest.skip(f"the compiler has no OpenMP: {p.stderr.strip()[:200]}")
