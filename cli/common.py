@@ -55,18 +55,6 @@ FormatOpt = Annotated[Format, typer.Option("--format", help="table | json | csv"
 OutputOpt = Annotated[Optional[Path], typer.Option("-o", "--output", help="write the result to this file")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="show a traceback on errors")]
 
-# Help texts whose figures live in modules too heavy to import at start-up (numpy, pandas, pydantic): the same
-# values, kept equal to their sources by tests/test_startup.py (``parplan --help`` must not load those libraries).
-DEFAULT_SIZING_REACH = 4  # = parplan.planner.planset.DEFAULT_SIZING_REACH (sizing reach, Narayanan et al. SC'21)
-DEFAULT_MAX_EVENTS = 2_000_000  # = parplan.executor.budget.DEFAULT_MAX_EVENTS (simulation work budget)
-TRACE_SHARE = 0.5  # = parplan.executor.budget.TRACE_SHARE (--trace: the share of the budget a traced run may use)
-MAX_EVENTS_HELP = (f"work budget: the most events (ops + transfers) one simulation may play (default "
-                   f"{DEFAULT_MAX_EVENTS:,}: ≤ ~1.7 GB, ≤ ~10 s; half of it with --trace), counted before the step "
-                   "is built; above it the command refuses (exit 2)")  # = parplan.executor.budget.MAX_EVENTS_HELP
-DEFAULT_MAX_CELLS = 10_000  # = parplan.planner.sweep.DEFAULT_MAX_CELLS (sweep work budget: cells searched)
-DEFAULT_CONNECT_TIMEOUT_S = 10.0  # = parplan.planner.sweep_run.DEFAULT_CONNECT_TIMEOUT_S (Dask connect, seconds)
-
-
 def err_console() -> "Console":  # noqa: F821  (rich.console, imported here: not at start-up)
     from rich.console import Console
 

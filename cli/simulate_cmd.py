@@ -17,9 +17,10 @@ from rich.markup import escape
 
 from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
                                 FormatOpt, FrameworkOpt, ImbalanceOpt, gib, GlobalBatchOpt, handle_errors, human_s,
-                                HwOpt, MAX_EVENTS_HELP, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width,
-                                to_json, TRACE_SHARE, what_written)
+                                HwOpt, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json,
+                                what_written)
 from parplan.errors import SpecError, did_you_mean
+from parplan.executor.budget import MAX_EVENTS_HELP, TRACE_SHARE
 from parplan.planner.budget import MAX_PLANS_HELP, check_max_plans, check_number
 
 VALIDATE_MAX_TOP = 1_000  # validate --top K: plans simulated (each up to --max-events)

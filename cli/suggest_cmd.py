@@ -13,16 +13,15 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from parplan.cli.common import (check_framework, check_precision, DebugOpt, DEFAULT_SIZING_REACH, emit,
-                                EXIT_CHECK_FAILED,
-                                Format, FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, HwOpt,
-                                ImbalanceOpt, ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json,
-                                what_written)
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, emit, EXIT_CHECK_FAILED, Format,
+                                FormatOpt, FrameworkOpt, GlobalBatchOpt, handle_errors, HwOpt, ImbalanceOpt,
+                                ModelArg, OutputOpt, PrecisionOpt, SeqLenOpt, table_width, to_json, what_written)
 from parplan.cli.export_cmd import Target, export_framework
 from parplan.cli.progress import LazyProgress, _Err  # noqa: F401  (LazyProgress: other commands import it here)
 from parplan.errors import SpecError, did_you_mean
-from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, HEADROOM_HELP, MAX_MBS, MAX_NODES, MAX_PLANS_HELP,
-                                    MAX_TIME_LIMIT_S, MAX_TOP, TABLE_ROWS, check_max_plans, check_number)
+from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, DEFAULT_SIZING_REACH, HEADROOM_HELP, MAX_MBS,
+                                    MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S, MAX_TOP, TABLE_ROWS, check_max_plans,
+                                    check_number)
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices", "time-to-train"]
 GiB = float(2**30)

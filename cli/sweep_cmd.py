@@ -12,11 +12,12 @@ from typing import List, Optional
 
 import typer
 
-from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt,
-                                GlobalBatchOpt, handle_errors, ImbalanceOpt, one_line, PrecisionOpt, SeqLenOpt)
+from parplan.cli.common import (check_framework, check_precision, DebugOpt, FrameworkOpt, GlobalBatchOpt,
+                                handle_errors, ImbalanceOpt, one_line, PrecisionOpt, SeqLenOpt)
 from parplan.cli.progress import LazyProgress, _Err
 from parplan.errors import SpecError
-from parplan.planner.budget import DEFAULT_MEMORY_HEADROOM, HEADROOM_HELP, MAX_PLANS_HELP, MAX_TOP
+from parplan.planner.budget import (DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_MAX_CELLS, DEFAULT_MEMORY_HEADROOM, HEADROOM_HELP,
+                                    MAX_PLANS_HELP, MAX_TOP)
 
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, the shell's convention for a command stopped by Ctrl-C
 
@@ -30,8 +31,6 @@ def _split(text: str, key: str) -> list[str]:
 
 
 def register(app: typer.Typer) -> None:
-    from parplan.cli.common import DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_MAX_CELLS  # (planner.sweep loads pydantic)
-
     @app.command("sweep")
     @handle_errors
     def sweep_cmd(

@@ -6,14 +6,30 @@
 executor module), ``estimate_events`` / ``plan_events`` (a simulation's events, counted before it is built: its work
 budget, ``budget``).  See ``simulate`` for what is simulated and the symmetry argument.
 """
-from parplan.executor.agreement import Agreement, agreement, compare_plan
-from parplan.executor.budget import DEFAULT_MAX_EVENTS, EventEstimate, estimate_events
-from parplan.executor.costs import PipelineCosts
-from parplan.executor.families import model_costs
-from parplan.executor.schedules import SCHEDULES, default_schedule
-from parplan.executor.simulate import Event, Schedule, parse_slowdowns, plan_events, simulate_costs, simulate_plan
-from parplan.executor.trace import chrome_trace, write_chrome_trace
+from __future__ import annotations
 
-__all__ = ["Agreement", "DEFAULT_MAX_EVENTS", "Event", "EventEstimate", "PipelineCosts", "SCHEDULES", "Schedule",
-           "agreement", "chrome_trace", "compare_plan", "default_schedule", "estimate_events", "model_costs",
-           "parse_slowdowns", "plan_events", "simulate_costs", "simulate_plan", "write_chrome_trace"]
+import importlib
+from typing import Any
+
+# names imported lazily (a module __getattr__): importing one executor module, e.g. executor.budget for the CLI's
+# help texts, does not load the engine, the schedules or numpy
+_LAZY = {
+    "Agreement": "agreement", "agreement": "agreement", "compare_plan": "agreement",
+    "DEFAULT_MAX_EVENTS": "budget", "EventEstimate": "budget", "estimate_events": "budget",
+    "PipelineCosts": "costs", "model_costs": "families", "SCHEDULES": "schedules", "default_schedule": "schedules",
+    "Event": "simulate", "Schedule": "simulate", "parse_slowdowns": "simulate", "plan_events": "simulate",
+    "simulate_costs": "simulate", "simulate_plan": "simulate",
+    "chrome_trace": "trace", "write_chrome_trace": "trace",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"parplan.executor.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'parplan.executor' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return __all__

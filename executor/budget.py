@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from parplan.errors import SpecError
 
 DEFAULT_MAX_EVENTS = 2_000_000
@@ -83,6 +81,8 @@ def _moe_counts(costs, schedule: str, replicas: int):
 
 def estimate_events(costs, schedule: str, replicas: int) -> EventEstimate:
     """Ops and transfers of the program ``build_program(costs, schedule, replicas, …)`` would build (exact)."""
+    import numpy as np
+
     p, v, m = int(costs.pp), int(costs.vpp), int(costs.micro_batches)
     K, zero, R = p * v, int(costs.zero), int(replicas)
     zb = schedule == "zb-h1"

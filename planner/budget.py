@@ -148,3 +148,14 @@ HEADROOM_HELP = (f"fraction of device memory kept free, 0.0–0.5 (default {DEFA
                  "communicator buffers, allocator block rounding and the estimate's own error, which no plan's "
                  "estimate prices; the 2 GiB framework reserve and 5 % fragmentation of the dynamic part are "
                  "already in every estimate and not counted twice)")
+
+
+# sizing without --max-nodes searches up to the cluster's node count or, when larger, this many times the
+# 100 %-MFU bound (the bound reached at 1 / DEFAULT_SIZING_REACH MFU: 25 %, below most published dense runs —
+# e.g. Megatron-LM's 41–52 % MFU, Narayanan et al. SC'21 Table 1)
+DEFAULT_SIZING_REACH = 4
+# Work budget of a sweep: cells searched — each one search of up to --max-plans plans, ~0.05–5 s
+DEFAULT_MAX_CELLS = 10_000
+# Seconds to wait for a Dask scheduler to answer (and for it to have a worker) before giving up; distributed's own
+# default is 30 s (distributed.comm.timeouts.connect, https://distributed.dask.org/en/stable/api.html#client)
+DEFAULT_CONNECT_TIMEOUT_S = 10.0

@@ -14,7 +14,8 @@ from parplan.hardware.types import Cluster
 from parplan.models.estimate import Estimate, estimate_from_arrays
 from parplan.models.training import PlanArrays
 from parplan.planner import explain as _explain
-from parplan.planner.budget import MAX_NODES, MAX_TOP, BudgetError, PlanBudget, check_number
+from parplan.planner.budget import (DEFAULT_SIZING_REACH, MAX_NODES, MAX_TOP, BudgetError, PlanBudget,  # noqa: F401
+                                    check_number)
 from parplan.planner.export import envelope, records
 from parplan.planner.export import frame as _frame
 from parplan.planner.search import (OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, goodput_summary,
@@ -302,10 +303,6 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
                    wall_s=time.perf_counter() - t0, equivalent=sizes, reliability=reliability)
 
 
-# sizing without --max-nodes searches up to the cluster's node count or, when larger, this many times the
-# 100 %-MFU bound (the bound reached at 1 / DEFAULT_SIZING_REACH MFU: 25 %, below most published dense runs —
-# e.g. Megatron-LM's 41–52 % MFU, Narayanan et al. SC'21 Table 1)
-DEFAULT_SIZING_REACH = 4
 
 
 def default_max_nodes(workload: Workload, cluster: Cluster, target: float) -> int:

@@ -20,12 +20,12 @@ from typing import Any, Sequence
 
 from parplan.errors import SpecError, short
 from parplan.hardware.types import MAX_DEVICES, Cluster  # MAX_DEVICES: devices a cluster may have
-from parplan.planner.budget import DEFAULT_MEMORY_HEADROOM, MAX_MBS, MAX_TOP, check_max_plans, check_number
+from parplan.planner.budget import (DEFAULT_MAX_CELLS, DEFAULT_MEMORY_HEADROOM, MAX_MBS, MAX_TOP,  # noqa: F401
+                                    check_max_plans, check_number)
 from parplan.workloads.transformer import Workload
 
-# Work budgets of a sweep (parplan's own caps, like planner/budget.py's): cells searched — each one search of up to
-# --max-plans plans, ~0.05–5 s — and rows reported (cells × top; a row is ~1 kB in memory)
-DEFAULT_MAX_CELLS = 10_000
+# Work budgets of a sweep: cells searched (planner/budget.py DEFAULT_MAX_CELLS) and rows reported (cells × top; a
+# row is ~1 kB in memory)
 MAX_ROWS = 1_000_000
 # training keys a sweep may override, as parplan.workloads.loader.load_workload takes them
 TRAINING_KEYS = ("seq_len", "global_batch", "precision", "optimizer", "framework", "expert_imbalance", "mtp_layers")

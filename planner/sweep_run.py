@@ -17,11 +17,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from parplan.errors import SpecError, short
+from parplan.planner.budget import DEFAULT_CONNECT_TIMEOUT_S
 from parplan.planner.sweep import CellTask, cell_key, run_cell
 
-# Seconds to wait for a Dask scheduler to answer (and for it to have a worker) before giving up; distributed's own
-# default is 30 s (distributed.comm.timeouts.connect, https://distributed.dask.org/en/stable/api.html#client)
-DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # Checkpoint pacing: write when the time since the last write is at least this many times the last write's duration
 _WRITE_RATIO = 9.0
 
