@@ -44,6 +44,10 @@ class Curve:
             shape = np.full_like(x, sh[0])
         else:
             shape = np.interp(x, lx, sh)
+            # between two measured sizes the time n / busbw never falls below the lower point's: a steep rise of
+            # the interpolated shape (more than ∝ n) is capped, so a larger message is never faster
+            lo = np.clip(np.searchsorted(lx, x, side="right") - 1, 0, len(lx) - 1)
+            shape = np.minimum(shape, sh[lo] * n / 2.0 ** lx[lo])
             shape = np.where(x < lx[0], sh[0] * n / 2.0 ** lx[0], shape)
         frac = self.fraction
         if self.ranks is not None and ranks is not None:
