@@ -51,6 +51,13 @@ def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
     notes: list = []
     check_split(n_dev, r, split_note, notes)
     lf, lb, lrc = r["op_layer_fwd_s"], r["op_layer_bwd_s"], r["op_layer_recompute_s"]
+    if plan.cp > 1 and "op_layer_attn_fwd_s" in r:  # long-context layouts: attention + CP played per device
+        pf, pb, pcore = play_cp_layer(workload, cluster, plan, r)
+        d_f = pf - r["op_layer_attn_fwd_s"] - r["op_layer_cp_fwd_s"]
+        lf, lb = lf + d_f, lb + pb - r["op_layer_attn_bwd_s"] - r["op_layer_cp_bwd_s"]
+        lrc += d_f if plan.recompute == "full" else (pcore - r["op_layer_attn_fwd_s"]) if plan.recompute in (
+            "selective", "modules") else 0.0
+        notes.append(f"cp_kind={plan.cp_kind}: attention and CP exchange played per device and ring step")
     fwd = [n[k] * lf for k in range(K)]
     bwd = [n[k] * (lb + lrc) for k in range(K)]
     fwd[0] += r["op_emb_fwd_s"]
@@ -95,3 +102,78 @@ def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
         notes=tuple(notes),
     )
     return costs, r
+
+
+def play_cp_layer(workload: Workload, cluster: Cluster, plan: Plan, r: dict) -> tuple[float, float, float]:
+    """One layer's attention core + context-parallel exchange of one micro-batch, played device by device
+    (forward, backward, forward compute only), from the model's per-op costs and the packs of the workload:
+
+    * ring / hybrid's ring: each device computes its Q chunks against the K,V block it holds while the block moves
+      on; step k+1 starts when its own step k is done and the block its predecessor held at step k has arrived
+      (Ring Attention's send/recv per step, double-buffered): start[d,k+1] = max(start[d,k] + comp[d,k],
+      start[d−1,k] + block);
+    * ulysses / hybrid: the Q,K,V all-to-all before and the O all-to-all after attention, serial;
+    * dcp: each device's blocks behind its own K,V receives, max over devices.
+
+    Per-pair compute time is the model's attention time over its busiest device's pairs (the kernel efficiency
+    stays the model's); the packs come from ``models/longctx.py``."""
+    from parplan.models import longctx as lc
+    from parplan.models.framework import get_framework
+
+    job, mdl = workload.training, workload.model
+    seqs = job.sequences
+    mask, param = ("causal", 0.0) if seqs is None else (seqs.mask, seqs.mask_param)
+    packs = lc.build_packs(seqs, int(job.seq_len))
+    a_f, a_b = r["op_layer_attn_fwd_s"], r["op_layer_attn_bwd_s"]
+    tau = a_f / max(r["op_cp_pairs_dev"] * plan.mbs, 1.0)  # seconds per admitted pair, forward
+    bwd_ratio = a_b / a_f if a_f > 0 else 2.5
+    a2a = r["op_cp_a2a_s"]
+    c = plan.cp
+    dpn = int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node))
+    if plan.cp_kind == "ulysses":
+        return a2a + a_f, a2a + a_b, a_f
+    if plan.cp_kind == "dcp":
+        # seconds per received K,V token: the model's transfer time over the busiest receiver's tokens
+        per_tok = (r["op_cp_ring_fwd_s"] / max(_dcp_max_recv(packs, mask, param, c) * plan.mbs, 1.0)
+                   if r["op_cp_kv_bytes"] > 0 else 0.0)
+        f_, b_, core = [], [], []
+        for docs in packs:
+            load, recv, _ = lc._dcp(np.array([int(docs.sum())]) if mask == "causal" else docs, mask, param, c)
+            comp = load * plan.mbs * tau
+            comm = recv * plan.mbs * per_tok
+            f_.append(float(np.max(np.maximum(comp, comm))))
+            b_.append(float(np.max(np.maximum(bwd_ratio * comp, 2.0 * comm))))
+            core.append(float(comp.max()))
+        return float(np.mean(f_)), float(np.mean(b_)), float(np.mean(core))
+    u = lc.hybrid_ulysses_degree(c, mdl.kv_heads // plan.tp, dpn // plan.tp) if plan.cp_kind == "hybrid" else 1
+    ring = c // u
+    if ring <= 1:
+        return a2a + a_f, a2a + a_b, a_f
+    blk_f, blk_b = r["op_cp_ring_fwd_s"] / (ring - 1), r["op_cp_ring_bwd_s"] / (ring - 1)
+    overlap = bool(get_framework(job.framework).cp_comm_overlap)  # as the model: the framework's CP overlap
+    f_, b_, core = [], [], []
+    for docs in packs:
+        _, steps, _ = lc._ring(docs, mask, param, ring)
+        comp = steps * plan.mbs * tau / u  # (device, step)
+        f_.append(_ring_play(comp, blk_f, overlap))
+        b_.append(_ring_play(bwd_ratio * comp, blk_b, overlap))
+        core.append(float(comp.sum(axis=1).max()))
+    return a2a + float(np.mean(f_)), a2a + float(np.mean(b_)), float(np.mean(core))
+
+
+def _ring_play(comp: np.ndarray, block_s: float, overlap: bool) -> float:
+    """Finish time of the last device of a ring of ``comp`` (device × step) compute times and ``block_s`` per hop."""
+    n, K = comp.shape
+    start = np.zeros(n)
+    for k in range(K - 1):
+        done = start + comp[:, k]
+        arrive = np.roll(start, 1) + block_s  # the predecessor forwards its block when its step k starts
+        start = np.maximum(done, arrive) if overlap else done + block_s
+    return float(np.max(start + comp[:, K - 1]))
+
+
+def _dcp_max_recv(packs, mask, param, c) -> float:
+    from parplan.models import longctx as lc
+
+    return float(np.mean([lc._dcp(np.array([int(d.sum())]) if mask == "causal" else d, mask, param, c)[1].max()
+                          for d in packs]))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parplan.models import longctx_terms
 from parplan.models.hardware_context import HardwareContext
 from parplan.models.plan_arrays import PlanArrays
 from parplan.models.primitives.collectives import allreduce_s, gather_s
@@ -44,6 +45,9 @@ class StepContext:
     peak16: float
     bw_mem: float  # sustained HBM bandwidth
     t_k: float  # per-kernel launch overhead
+    job: object = None  # the training job (its sequence workload: models/longctx_terms.py)
+    lc: object = None  # the context-parallel layout statistics, computed once per step context
+    lc_parts: object = None  # their communication parts by name (reported as op_cp_* for the executor)
 
     def gemm_s(self, M, K, N, dtype=None, pk=None, ib=None):
         """One GEMM (M×K)·(K×N): flops at peak × shape efficiency (kernel layer) vs HBM traffic, + launch."""
@@ -77,7 +81,7 @@ def step_context(job, hw: HardwareContext, P: PlanArrays) -> StepContext:
                        Tsp=np.where(P.sp, T / tp, T), peak=hw.peak_flops_per_s / derate,
                        peak16=hw.peak16_flops_per_s / derate,
                        bw_mem=hw.memory_bandwidth_bytes_per_s * kp.memory_fraction / derate,
-                       t_k=hw.kernel_overhead_s)
+                       t_k=hw.kernel_overhead_s, job=job)
 
 
 @dataclass
@@ -173,14 +177,18 @@ def attention_block(model, job, c: StepContext) -> AttentionBlock:
     window = float(getattr(model, "sliding_window", 0) or 0)
     every = int(getattr(model, "full_attention_every", 1) or 1)
     share_windowed = (every - 1) / every if window > 0 else 0.0
-    flops_full = _core_flops_fwd(model, c, 0.0)
+    lay = longctx_terms.layout(model, job, c) if longctx_terms.active(job, P) else None
+    flops_full = _core_flops_fwd(model, c, 0.0) if lay is None else longctx_terms.core_flops_fwd(model, c, lay)
 
     def core(flops, skv):
         if job.attention == "flash":
             return _flash(c, hw, flops, skv, hd)
         return _materialized(model, c, hw)
 
-    a_f, a_b = core(flops_full, c.s / c.cp)
+    if lay is not None and job.attention == "flash":  # the masks' pairs at the layout's kernel key span
+        a_f, a_b = longctx_terms.flash_times(c, hw, flops_full, lay, hd)
+    else:
+        a_f, a_b = core(flops_full, c.s / c.cp)
     attn_flops = flops_full
     if share_windowed > 0:  # local-window layers (gpt-oss, Llama 4): the mean over the layer pattern
         flops_w = _core_flops_fwd(model, c, window)
@@ -267,7 +275,13 @@ def tp_exposure(fw, tp_comm, gemm_fwd, wgrad, gemm_bwd):
 
 def cp_exchange(model, c: StepContext, attn_fwd, attn_bwd):
     """CP ring of K,V blocks: (c−1) steps forward (K,V) and backward (K,V,dK,dV), hidden behind attention when the
-    framework overlaps it (Liu et al. 2023, Ring Attention; Megatron-Core context parallelism)."""
+    framework overlaps it (Liu et al. 2023, Ring Attention; Megatron-Core context parallelism).  Other layouts and
+    sequence workloads: ``models/longctx_terms.py``."""
+    if c.job is not None and longctx_terms.active(c.job, c.P):
+        lay = longctx_terms.layout(model, c.job, c)
+        f_, b_, h_, parts = longctx_terms.cp_comm(model, c, lay, attn_fwd, attn_bwd)
+        c.lc_parts = {**parts, "cp_pairs_dev": lay.pairs_dev, "cp_tokens_max": lay.tokens_max}
+        return f_, b_, h_
     hw, fw = c.hw, c.hw.framework
     kv_block = 2.0 * c.T * float(model.kv_dim) / c.tp * c.e
     cp_bw, cp_lat, _ = hw.group_busbw(kv_block, c.tp * c.cp, 1.0, 2.0, "p2p")

@@ -6,8 +6,11 @@ from dataclasses import asdict, dataclass
 from parplan.errors import SpecError, did_you_mean
 
 RECOMPUTE = ("none", "selective", "full", "modules")
+# context-parallel layouts (models/longctx.py): zig-zag ring attention, DeepSpeed-Ulysses all-to-all, USP hybrid
+# (Ulysses inside a node × ring across), DCP's per-batch block placement (Jiang et al., SOSP 2025)
+CP_KINDS = ("ring", "ulysses", "hybrid", "dcp")
 PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "recompute", "sp",
-             "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer")
+             "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer", "cp_kind")
 BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
 # knobs of contract v2, written into plan strings only when they differ from their default (v1 strings unchanged)
 V2_DEFAULTS = {"reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0, "embed_as_layer": False,
@@ -35,6 +38,8 @@ class Plan:
     expert layers are laid out over the same dp·cp·tp ranks as attention (Megatron-Core "MoE parallel folding":
     ep·etp divides dp·cp·tp; the rest, dp·cp·tp/(ep·etp), is the expert-data-parallel group); ``etp`` defaults to
     1 (Megatron-Core's MoE recipes set ``--expert-tensor-parallel-size 1``).
+    ``cp_kind``: the context-parallel layout (``CP_KINDS``; default ring with zig-zag chunks; see
+    docs/cost_model.md "Long context").
     """
 
     dp: int
@@ -54,6 +59,7 @@ class Plan:
     embed_as_layer: bool = False
     loss_as_layer: bool = False
     etp: int = 1
+    cp_kind: str = "ring"
 
     @property
     def n_devices(self) -> int:
@@ -63,6 +69,8 @@ class Plan:
         base = (f"dp={self.dp},tp={self.tp},pp={self.pp},cp={self.cp},ep={self.ep},mbs={self.mbs},vpp={self.vpp},"
                 f"zero={self.zero},recompute={self.recompute},sp={'true' if self.sp else 'false'}")
         extra = [f"{k}={_fmt(getattr(self, k))}" for k, d in V2_DEFAULTS.items() if getattr(self, k) != d]
+        if self.cp_kind != "ring":  # v2 convention: written only when not the default
+            extra.append(f"cp_kind={self.cp_kind}")
         return ",".join([base, *extra])
 
     @property
@@ -113,6 +121,11 @@ def parse_plan_values(pairs, where: str = "plan") -> dict:
             if raw not in RECOMPUTE:
                 raise SpecError(f"bad value {raw!r}", key=_label(where, key), allowed=list(RECOMPUTE),
                                 hint=did_you_mean(str(raw), RECOMPUTE))
+            values[key] = raw
+        elif key == "cp_kind":
+            if raw not in CP_KINDS:
+                raise SpecError(f"bad value {raw!r}", key=_label(where, key), allowed=list(CP_KINDS),
+                                hint=did_you_mean(str(raw), CP_KINDS))
             values[key] = raw
         elif key in BOOL_KEYS:
             low = str(raw).strip().lower()

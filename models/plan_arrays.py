@@ -7,7 +7,7 @@ from typing import Optional
 
 import numpy as np
 
-from parplan.models.plan import RECOMPUTE, V2_DEFAULTS, Plan
+from parplan.models.plan import CP_KINDS, RECOMPUTE, V2_DEFAULTS, Plan
 
 _V2 = tuple(V2_DEFAULTS)
 _BOOL = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
@@ -34,11 +34,14 @@ class PlanArrays:
     loss_as_layer: Optional[np.ndarray] = None  # bool
     etp: Optional[np.ndarray] = None  # expert tensor parallelism (MoE)
     ep: Optional[np.ndarray] = None  # expert parallelism (MoE; 1 for dense workloads)
+    cp_kind: Optional[np.ndarray] = None  # index into CP_KINDS (0 = ring)
 
     def __post_init__(self) -> None:
         n = np.shape(self.dp)
         if self.ep is None:
             self.ep = np.ones(n, dtype=np.int64)
+        if self.cp_kind is None:
+            self.cp_kind = np.zeros(n, dtype=np.int64)
         for k in _V2:
             if getattr(self, k) is None:
                 d = V2_DEFAULTS[k]
@@ -52,7 +55,8 @@ class PlanArrays:
 
         return cls(dp=col("dp"), tp=col("tp"), pp=col("pp"), cp=col("cp"), mbs=col("mbs"), vpp=col("vpp"),
                    zero=col("zero"), recompute=np.array([RECOMPUTE.index(p.recompute) for p in plans], dtype=np.int64),
-                   sp=col("sp"), ep=col("ep"), **{k: col(k) for k in _V2})
+                   sp=col("sp"), ep=col("ep"), **{k: col(k) for k in _V2},
+                   cp_kind=np.array([CP_KINDS.index(p.cp_kind) for p in plans], dtype=np.int64))
 
     def __len__(self) -> int:
         return int(np.shape(self.dp)[0])
@@ -61,7 +65,8 @@ class PlanArrays:
         extra = {k: (bool(getattr(self, k)[i]) if k in _BOOL else int(getattr(self, k)[i])) for k in _V2}
         return Plan(dp=int(self.dp[i]), tp=int(self.tp[i]), pp=int(self.pp[i]), cp=int(self.cp[i]), ep=int(self.ep[i]),
                     mbs=int(self.mbs[i]), vpp=int(self.vpp[i]), zero=int(self.zero[i]),
-                    recompute=RECOMPUTE[int(self.recompute[i])], sp=bool(self.sp[i]), **extra)
+                    recompute=RECOMPUTE[int(self.recompute[i])], sp=bool(self.sp[i]),
+                    cp_kind=CP_KINDS[int(self.cp_kind[i])], **extra)
 
     def subset(self, idx: np.ndarray) -> "PlanArrays":
         return PlanArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})

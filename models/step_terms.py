@@ -349,6 +349,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         "op_optimizer_s": optimizer, "layers_mid_stage": n_mid_max, "pipeline_s": t_pipe,
         "op_dp_interference_s": dp_intf,
     }
+    if getattr(c, "lc_parts", None) is not None:  # long-context layouts: what the executor plays per layer
+        ops.update({"op_layer_attn_fwd_s": d.terms.attn_fwd, "op_layer_attn_bwd_s": d.terms.attn_bwd,
+                    "op_layer_cp_fwd_s": d.terms.cp_fwd, "op_layer_cp_bwd_s": d.terms.cp_bwd,
+                    **{f"op_{k}": v for k, v in c.lc_parts.items()}})
     lo, hi = interval_factors(hw.eff.provenance_class, mix.interval_family)
     out = {**ops, **mem,
            "step_time_s": step,

@@ -13,8 +13,8 @@ from parplan.spec import Name, load_yaml_file, locate, validate
 from parplan.workloads.registry import family_info
 # ArchitectureEntry / spec_from_architecture live with the dense family; re-exported here for back-compat
 from parplan.workloads.transformer import (MAX_GLOBAL_BATCH, MAX_MTP_LAYERS, MAX_SEQ_LEN,  # noqa: F401
-                                           ArchitectureEntry, TrainingJob, TransformerSpec, Workload, _Strict,
-                                           spec_from_architecture)
+                                           ArchitectureEntry, SequencesEntry, TrainingJob, TransformerSpec,
+                                           Workload, _Strict, sequence_spec, spec_from_architecture)
 
 DEFAULT_FAMILY = "dense-transformer"
 
@@ -29,6 +29,7 @@ class TrainingEntry(_Strict):
     # family-specific keys (a family lists the ones it reads in FamilyInfo.training_keys)
     expert_imbalance: Optional[float] = Field(default=None, ge=1.0, le=64.0, strict=False)  # max/mean tokens per EP rank
     mtp_layers: Optional[int] = Field(default=None, ge=0, le=MAX_MTP_LAYERS)  # multi-token-prediction modules trained (0 = off)
+    sequences: Optional[SequencesEntry] = None  # document lengths / packs and the attention mask (long context)
 
 
 class WorkloadFile(_Strict):
@@ -126,11 +127,13 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
             raise SpecError("required key is missing", file=file, key=f"training.{k}",
                             hint=f"add it to the file or pass --{k.replace('_', '-')}")
     _check_framework(fields, file, user)
+    seqs = fields.get("sequences")
     return TrainingJob(seq_len=fields["seq_len"], global_batch=fields["global_batch"],
                        precision=fields.get("precision", "bf16"), optimizer=fields.get("optimizer", "adam"),
                        attention=fields.get("attention", "flash"),
                        framework=fields.get("framework") or DEFAULT_FRAMEWORK,
-                       expert_imbalance=fields.get("expert_imbalance"), mtp_layers=fields.get("mtp_layers"))
+                       expert_imbalance=fields.get("expert_imbalance"), mtp_layers=fields.get("mtp_layers"),
+                       sequences=None if seqs is None else sequence_spec(seqs, int(fields["seq_len"]), file))
 
 
 # range of the family-specific training keys given as overrides (the file schema checks the same)

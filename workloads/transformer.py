@@ -2,6 +2,7 @@
 training job run on it."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Literal, Optional
 
@@ -180,6 +181,113 @@ FAMILY = FamilyInfo(
 )
 
 
+MASK_KINDS = ("causal", "document", "sliding_window", "block_sparse")
+SEQ_DISTS = ("lognormal", "uniform", "fixed", "empirical")
+_DIST_KEYS = {"lognormal": ("median", "sigma"), "uniform": ("min", "max"), "fixed": ("length",),
+              "empirical": ("lengths",)}
+_DIST_OPTIONAL = {"lognormal": ("max",), "uniform": (), "fixed": (), "empirical": ("weights",)}
+_MASK_RE = re.compile(r"^(causal|document)$|^sliding_window\((\d+)\)$|^block_sparse\(([0-9.eE+-]+)\)$")
+MAX_SEQ_SAMPLES = 1024  # packs drawn from a distribution to measure its statistics
+
+
+class SequencesEntry(_Strict):
+    """``training.sequences``: a document-length distribution (``dist`` and its keys) *or* explicit ``packs``
+    (document lengths of each packed sample), and the attention ``mask``."""
+
+    dist: Optional[Literal["lognormal", "uniform", "fixed", "empirical"]] = None
+    median: Optional[float] = Field(default=None, gt=0, le=MAX_SEQ_LEN, strict=False)
+    sigma: Optional[float] = Field(default=None, ge=0, le=8, strict=False)
+    min: Optional[int] = Field(default=None, gt=0, le=MAX_SEQ_LEN)
+    max: Optional[int] = Field(default=None, gt=0, le=MAX_SEQ_LEN)
+    length: Optional[int] = Field(default=None, gt=0, le=MAX_SEQ_LEN)
+    lengths: Optional[list[int]] = Field(default=None, min_length=1, max_length=65_536)
+    weights: Optional[list[float]] = Field(default=None, min_length=1, max_length=65_536, strict=False)
+    packs: Optional[list[list[int]]] = Field(default=None, min_length=1, max_length=MAX_SEQ_SAMPLES)
+    mask: str = "causal"
+    samples: int = Field(default=16, gt=0, le=MAX_SEQ_SAMPLES)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+
+
+@dataclass(frozen=True)
+class SequenceSpec:
+    """A validated sequence workload: ``dist`` with ``params`` (sorted (key, value) pairs) or ``packs``;
+    ``mask`` one of MASK_KINDS with ``mask_param`` (the window in tokens, or the kept block fraction)."""
+
+    dist: str | None = None
+    params: tuple = ()
+    packs: tuple | None = None
+    mask: str = "causal"
+    mask_param: float = 0.0
+    samples: int = 16
+    seed: int = 0
+
+
+def parse_mask(text: str, key: str = "training.sequences.mask", file: str | None = None) -> tuple[str, float]:
+    m = _MASK_RE.match(str(text).strip())
+    if not m:
+        raise SpecError(f"bad mask {text!r}", file=file, key=key,
+                        allowed=["causal", "document", "sliding_window(W)", "block_sparse(DENSITY)"])
+    if m.group(1):
+        return m.group(1), 0.0
+    if m.group(2):
+        w = int(m.group(2))
+        if not 0 < w <= MAX_SEQ_LEN:
+            raise SpecError(f"bad window {w}: must be 1 to {MAX_SEQ_LEN:,} tokens", file=file, key=key)
+        return "sliding_window", float(w)
+    try:
+        d = float(m.group(3))
+    except ValueError:
+        d = -1.0
+    if not 0.0 < d <= 1.0:
+        raise SpecError(f"bad density {m.group(3)!r}: must be in (0, 1]", file=file, key=key)
+    return "block_sparse", d
+
+
+def sequence_spec(e: SequencesEntry, seq_len: int, file: str | None = None) -> SequenceSpec:
+    """The checked ``SequenceSpec`` of a ``training.sequences`` entry for samples of ``seq_len`` tokens."""
+    key = "training.sequences"
+    mask, mp = parse_mask(e.mask, file=file)
+    given = e.model_fields_set - {"mask", "samples", "seed"}
+    if (e.dist is None) == (e.packs is None):
+        raise SpecError("give exactly one of 'dist' (a length distribution) or 'packs' (explicit packs)",
+                        file=file, key=key, allowed=["dist", "packs"])
+    if e.packs is not None:
+        extra = sorted(given - {"packs"})
+        if extra:
+            raise SpecError(f"{extra[0]!r} applies to a distribution, not to explicit packs", file=file,
+                            key=f"{key}.{extra[0]}", hint="remove the key")
+        for i, pk in enumerate(e.packs):
+            if not pk or any(int(x) <= 0 for x in pk):
+                raise SpecError(f"pack {i} needs document lengths > 0", file=file, key=f"{key}.packs")
+            if sum(pk) > seq_len:
+                raise SpecError(f"pack {i} holds {sum(pk):,} tokens, more than seq_len {seq_len:,}", file=file,
+                                key=f"{key}.packs", hint="each pack fills at most one sample (the rest is padding)")
+        return SequenceSpec(packs=tuple(tuple(int(x) for x in pk) for pk in e.packs), mask=mask, mask_param=mp,
+                            samples=e.samples, seed=e.seed)
+    need, opt = _DIST_KEYS[e.dist], _DIST_OPTIONAL[e.dist]
+    for k in need:
+        if getattr(e, k) is None:
+            raise SpecError(f"dist {e.dist} needs {k!r}", file=file, key=f"{key}.{k}")
+    extra = sorted(given - {"dist", *need, *opt})
+    if extra:
+        raise SpecError(f"{extra[0]!r} does not apply to dist {e.dist}", file=file, key=f"{key}.{extra[0]}",
+                        allowed=list(need + opt))
+    if e.dist == "uniform" and e.min > e.max:
+        raise SpecError(f"min {e.min:,} > max {e.max:,}", file=file, key=f"{key}.min")
+    if e.dist == "empirical":
+        if e.weights is not None and (len(e.weights) != len(e.lengths) or min(e.weights) < 0 or sum(e.weights) <= 0):
+            raise SpecError("weights need one value ≥ 0 per length, not all 0", file=file, key=f"{key}.weights")
+        if min(e.lengths) <= 0:
+            raise SpecError("lengths must be > 0", file=file, key=f"{key}.lengths")
+    params = []
+    for k in need + opt:
+        v = getattr(e, k)
+        if v is not None:
+            params.append((k, tuple(v) if isinstance(v, list) else v))
+    return SequenceSpec(dist=e.dist, params=tuple(params), mask=mask, mask_param=mp, samples=e.samples,
+                        seed=e.seed)
+
+
 @dataclass(frozen=True)
 class TrainingJob:
     seq_len: int
@@ -195,6 +303,9 @@ class TrainingJob:
     # (1.0 = forced balancing, as benchmark runs do), and the multi-token-prediction modules trained
     expert_imbalance: float | None = None
     mtp_layers: int | None = None
+    # the sequence workload (document lengths per packed sample and the attention mask); None = every sample one
+    # causal sequence of seq_len tokens
+    sequences: "SequenceSpec | None" = None
 
     @property
     def tokens_per_step(self) -> int:
