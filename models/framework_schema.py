@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -22,6 +22,7 @@ Recompute = Literal["none", "selective", "full", "modules"]
 Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"]
 TpOverlap = Literal["none", "wgrad", "full"]
 EpA2aOverlap = Literal["none", "1f1b", "dualpipe"]  # none | batch-level 1F1B (Megatron-Core) | DualPipe (DeepSeek-V3)
+EP_A2A_OVERLAPS = get_args(EpA2aOverlap)  # the values, for a training job's own setting (models/moe_terms.py)
 MoeDispatcher = Literal["alltoall", "allgather", "flex"]  # flex = Megatron-Core's DeepEP / HybridEP dispatcher
 EpFoldAxis = Literal["dp", "cp", "tp"]  # plan axes expert parallelism may be folded over
 

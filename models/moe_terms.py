@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parplan.errors import SpecError
+from parplan.models.framework_schema import EP_A2A_OVERLAPS
 from parplan.models.layer_terms import (AttentionBlock, LayerTerms, StepContext, attention_block, cp_exchange,
                                         dense_mlp, global_terms, tp_exposure, tp_pair_s)
 from parplan.models.primitives.collectives import alltoall_s, curve_for, gather_s, hierarchical_alltoall_s
@@ -76,6 +78,21 @@ def _alltoall(c: StepContext, nbytes, ms: MoEShape):
     return np.where(ms.ep > 1, np.where(inside, flat, hier), 0.0)
 
 
+def ep_a2a_overlap_mode(job, fw) -> str:
+    """How a run hides its EP all-to-all: the training job's own ``ep_a2a_overlap`` when it names one, else the
+    framework profile's.  The switch is per recipe, not per framework: Megatron-Core's
+    --overlap-moe-expert-parallel-comm defaults to off and Megatron-Bridge's performance recipes turn it on for some
+    models only (scripts/performance WorkloadBaseConfig moe_a2a_overlap default False; True for DeepSeek-V3 and
+    Qwen3-235B-A22B on H100, False for Qwen3-30B-A3B on H100)."""
+    ov = getattr(job, "ep_a2a_overlap", None)
+    if ov is None:
+        return getattr(fw, "ep_a2a_overlap", "none")
+    if ov not in EP_A2A_OVERLAPS:
+        raise SpecError(f"ep_a2a_overlap {ov!r} is not one of {', '.join(EP_A2A_OVERLAPS)}",
+                        key="training.ep_a2a_overlap")
+    return ov
+
+
 def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> tuple[LayerTerms, dict]:
     """An MoE layer: the attention block + router, permutation, dispatch, experts, combine, shared experts."""
     hw, fw = c.hw, c.hw.framework
@@ -134,7 +151,7 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     # run one micro-batch's all-to-all under another's compute: per forward+backward pair only the excess shows
     # (not with full recompute: Megatron-Bridge's expert-parallel-overlap guide, "avoid EP overlap when full
     # activation recompute is enabled"; recipes pair the overlap with selective recompute)
-    ov = getattr(fw, "ep_a2a_overlap", "none")
+    ov = ep_a2a_overlap_mode(job, fw)
     # the compute that hides the all-to-all is what TP and CP communication have not already claimed (one budget
     # of compute per layer: two overlaps cannot both hide behind the same GEMM)
     compute_f = gemm_fwd + att.attn_fwd

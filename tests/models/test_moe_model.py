@@ -115,3 +115,44 @@ def test_more_ep_never_raises_expert_memory_per_device(wid, zero, rc, pp):
         r = one(w, H100_64, f"tp=1,pp={pp},ep={ep},mbs=1,zero={zero},recompute={rc}")
         states.append(r["params_bytes"] + r["grads_bytes"] + r["optimizer_bytes"])
     assert all(b <= a * (1 + 1e-12) for a, b in zip(states, states[1:])), states
+
+
+def _job_with_overlap(job, ov):
+    """The training job with its own EP all-to-all overlap setting (a recipe's moe_a2a_overlap)."""
+    from dataclasses import dataclass, fields
+
+    @dataclass(frozen=True)
+    class Job(type(job)):
+        ep_a2a_overlap: str | None = None
+
+    return Job(**{f.name: getattr(job, f.name) for f in fields(job)}, ep_a2a_overlap=ov)
+
+
+def test_a_jobs_own_ep_overlap_setting_wins_over_the_framework_profile():
+    """megatron-core's profile overlaps the EP all-to-all (1f1b); a job that names 'none' (a recipe with
+    moe_a2a_overlap off) exposes all of it, and naming '1f1b' reproduces the profile's default exactly."""
+    from dataclasses import replace
+
+    w = load_workload("qwen3-30b-a3b", seq_len=4096, global_batch=256, expert_imbalance=1.0)
+    c = load_cluster("dgx-h100-64")
+    plan = "tp=1,pp=1,ep=8,mbs=1,zero=1,recompute=none"
+    base = one(w, c, plan)
+    same = one(replace(w, training=_job_with_overlap(w.training, "1f1b")), c, plan)
+    off = one(replace(w, training=_job_with_overlap(w.training, "none")), c, plan)
+    assert same["step_time_s"] == base["step_time_s"]
+    a2a_f = off["op_moe_a2a_dispatch_s"] + off["op_moe_a2a_combine_s"]
+    assert off["op_moe_ep_fwd_exposed_s"] == pytest.approx(a2a_f, rel=1e-12)
+    assert off["op_moe_ep_bwd_exposed_s"] == pytest.approx(2.0 * off["op_moe_a2a_combine_s"], rel=1e-12)
+    assert base["op_moe_ep_fwd_exposed_s"] + base["op_moe_ep_bwd_exposed_s"] < 3.0 * a2a_f
+    assert off["step_time_s"] > base["step_time_s"]
+
+
+def test_an_unknown_ep_overlap_setting_is_a_spec_error():
+    from dataclasses import replace
+
+    from parplan.errors import SpecError
+
+    w = load_workload("qwen3-30b-a3b", seq_len=4096, global_batch=256)
+    bad = replace(w, training=_job_with_overlap(w.training, "always"))
+    with pytest.raises(SpecError, match="ep_a2a_overlap 'always'"):
+        one(bad, load_cluster("dgx-h100-64"), "tp=1,pp=1,ep=8,mbs=1,zero=1,recompute=none")
