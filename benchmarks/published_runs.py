@@ -87,11 +87,12 @@ def _inline(r: pd.Series, st: pd.Series) -> dict:
 
 
 def _training(text: str) -> dict:
-    """The setup's family-specific training keys, ``"expert_imbalance=1.0;mtp_layers=0"``."""
+    """The setup's family-specific training keys, ``"expert_imbalance=1.0;mtp_layers=0;ep_a2a_overlap=1f1b"``."""
     out: dict = {}
     for item in filter(None, (x.strip() for x in text.split(";"))):
         k, _, v = item.partition("=")
-        out[k.strip()] = int(v) if k.strip() == "mtp_layers" else float(v)
+        k, v = k.strip(), v.strip()
+        out[k] = int(v) if k == "mtp_layers" else (v if k == "ep_a2a_overlap" else float(v))
     return out
 
 

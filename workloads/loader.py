@@ -29,6 +29,8 @@ class TrainingEntry(_Strict):
     # family-specific keys (a family lists the ones it reads in FamilyInfo.training_keys)
     expert_imbalance: Optional[float] = Field(default=None, ge=1.0, le=64.0, strict=False)  # max/mean tokens per EP rank
     mtp_layers: Optional[int] = Field(default=None, ge=0, le=MAX_MTP_LAYERS)  # multi-token-prediction modules trained (0 = off)
+    # the run's own expert all-to-all overlap (None = the framework profile's): none | 1f1b | dualpipe
+    ep_a2a_overlap: Optional[Literal["none", "1f1b", "dualpipe"]] = None
     sequences: Optional[SequencesEntry] = None  # document lengths / packs and the attention mask (long context)
 
 
@@ -117,6 +119,8 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
         if v is not None:
             if k in _RANGES:
                 v = _in_range(k, v, file)
+            elif k in _CHOICES and v not in _CHOICES[k]:
+                raise SpecError(f"bad value {short(v)}", key=f"training.{k}", file=file, allowed=list(_CHOICES[k]))
             elif isinstance(v, int) and not isinstance(v, bool) and v <= 0:
                 raise SpecError(f"must be > 0, got {short(v)}", key=f"training.{k}", file=file)
             elif k in _MAXIMA and isinstance(v, int) and v > _MAXIMA[k]:
@@ -133,11 +137,14 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
                        attention=fields.get("attention", "flash"),
                        framework=fields.get("framework") or DEFAULT_FRAMEWORK,
                        expert_imbalance=fields.get("expert_imbalance"), mtp_layers=fields.get("mtp_layers"),
+                       ep_a2a_overlap=fields.get("ep_a2a_overlap"),
                        sequences=None if seqs is None else sequence_spec(seqs, int(fields["seq_len"]), file))
 
 
 # range of the family-specific training keys given as overrides (the file schema checks the same)
 _RANGES = {"expert_imbalance": (float, 1.0, 64.0), "mtp_layers": (int, 0, MAX_MTP_LAYERS)}
+# the family-specific training keys that take one of a few names
+_CHOICES = {"ep_a2a_overlap": ("none", "1f1b", "dualpipe")}
 # largest seq_len / global_batch given as overrides (the file schema checks the same)
 _MAXIMA = {"seq_len": MAX_SEQ_LEN, "global_batch": MAX_GLOBAL_BATCH}
 
@@ -156,7 +163,7 @@ def check_family_keys(spec, job: TrainingJob, file: str | None) -> None:
     from parplan.workloads.registry import family_names, family_info, family_of
 
     fam = family_of(spec)
-    for k in _RANGES:
+    for k in (*_RANGES, *_CHOICES):
         if getattr(job, k, None) is not None and k not in fam.training_keys:
             takers = [n for n in family_names() if k in family_info(n).training_keys]
             raise SpecError(f"{k} applies to {' / '.join(takers) or 'no'} workloads; {spec.name} is {fam.name}",
@@ -208,7 +215,7 @@ def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Work
     """A workload from a YAML file, a Hugging Face ``config.json``, a catalog id, or a parsed mapping.
 
     ``overrides`` (``seq_len``, ``global_batch``, ``precision``, ``optimizer``, ``framework``, and the MoE keys
-    ``expert_imbalance`` / ``mtp_layers``) replace the file's training keys.
+    ``expert_imbalance`` / ``mtp_layers`` / ``ep_a2a_overlap``) replace the file's training keys.
     """
     if isinstance(ref, Workload):
         changes = {k: v for k, v in overrides.items() if v is not None}

@@ -312,5 +312,5 @@ FAMILY = FamilyInfo(
     model="parplan.models.moe",
     space="parplan.planner.spaces.moe",
     executor="parplan.executor.moe",
-    training_keys=("expert_imbalance", "mtp_layers"),
+    training_keys=("expert_imbalance", "mtp_layers", "ep_a2a_overlap"),
 )

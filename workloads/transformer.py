@@ -303,6 +303,8 @@ class TrainingJob:
     # (1.0 = forced balancing, as benchmark runs do), and the multi-token-prediction modules trained
     expert_imbalance: float | None = None
     mtp_layers: int | None = None
+    # the run's own expert all-to-all overlap (none | 1f1b | dualpipe); None = the framework profile's
+    ep_a2a_overlap: str | None = None
     # the sequence workload (document lengths per packed sample and the attention mask); None = every sample one
     # causal sequence of seq_len tokens
     sequences: "SequenceSpec | None" = None

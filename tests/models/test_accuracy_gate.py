@@ -47,7 +47,7 @@ def test_loso_targets(loso):
 
 
 # --- mixture-of-experts rows (the moe-transformer family), the same method -------------------------------------
-REGRESSION_MOE_BALANCED_PCT = 35.6  # today's 35.1 %, rounded up by 0.5 point
+REGRESSION_MOE_BALANCED_PCT = 29.2  # today's 28.7 % (each run's own expert all-to-all overlap), rounded up by 0.5 point
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,7 @@ def test_moe_no_regression(moe):
     assert moe[2]["balanced_mape_pct"] <= REGRESSION_MOE_BALANCED_PCT, moe[2]
 
 
-@pytest.mark.xfail(strict=True, reason="MoE target not met: 35.1 % source-balanced (one source, S08); small "
+@pytest.mark.xfail(strict=True, reason="MoE target not met: 28.7 % source-balanced (one source, S08); small "
                                        "fine-grained MoE (Qwen3-30B-A3B, gpt-oss-120b) predicted 19-76 % fast")
 def test_moe_target(moe):
     from accuracy import TARGET_MOE_BALANCED_MAPE_PCT

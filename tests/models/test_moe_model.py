@@ -118,14 +118,11 @@ def test_more_ep_never_raises_expert_memory_per_device(wid, zero, rc, pp):
 
 
 def _job_with_overlap(job, ov):
-    """The training job with its own EP all-to-all overlap setting (a recipe's moe_a2a_overlap)."""
-    from dataclasses import dataclass, fields
+    """The training job with its own EP all-to-all overlap setting (a recipe's moe_a2a_overlap), set directly so
+    that a value the loader would refuse reaches the cost model too."""
+    from dataclasses import replace
 
-    @dataclass(frozen=True)
-    class Job(type(job)):
-        ep_a2a_overlap: str | None = None
-
-    return Job(**{f.name: getattr(job, f.name) for f in fields(job)}, ep_a2a_overlap=ov)
+    return replace(job, ep_a2a_overlap=ov)
 
 
 def test_a_jobs_own_ep_overlap_setting_wins_over_the_framework_profile():
@@ -137,8 +134,8 @@ def test_a_jobs_own_ep_overlap_setting_wins_over_the_framework_profile():
     c = load_cluster("dgx-h100-64")
     plan = "tp=1,pp=1,ep=8,mbs=1,zero=1,recompute=none"
     base = one(w, c, plan)
-    same = one(replace(w, training=_job_with_overlap(w.training, "1f1b")), c, plan)
-    off = one(replace(w, training=_job_with_overlap(w.training, "none")), c, plan)
+    same = one(load_workload(w, ep_a2a_overlap="1f1b"), c, plan)
+    off = one(load_workload(w, ep_a2a_overlap="none"), c, plan)
     assert same["step_time_s"] == base["step_time_s"]
     a2a_f = off["op_moe_a2a_dispatch_s"] + off["op_moe_a2a_combine_s"]
     assert off["op_moe_ep_fwd_exposed_s"] == pytest.approx(a2a_f, rel=1e-12)
@@ -156,3 +153,16 @@ def test_an_unknown_ep_overlap_setting_is_a_spec_error():
     bad = replace(w, training=_job_with_overlap(w.training, "always"))
     with pytest.raises(SpecError, match="ep_a2a_overlap 'always'"):
         one(bad, load_cluster("dgx-h100-64"), "tp=1,pp=1,ep=8,mbs=1,zero=1,recompute=none")
+
+
+def test_ep_a2a_overlap_training_key_is_checked_at_the_door():
+    """`training.ep_a2a_overlap` takes none | 1f1b | dualpipe on MoE workloads and is refused on dense ones."""
+    from parplan.errors import SpecError
+
+    assert load_workload("qwen3-30b-a3b", ep_a2a_overlap="none").training.ep_a2a_overlap == "none"
+    assert load_workload({"model": "qwen3-30b-a3b", "training": {"ep_a2a_overlap": "1f1b"}}).training.ep_a2a_overlap \
+        == "1f1b"
+    with pytest.raises(SpecError, match="allowed: none, 1f1b, dualpipe"):
+        load_workload("qwen3-30b-a3b", ep_a2a_overlap="always")
+    with pytest.raises(SpecError, match="applies to moe-transformer workloads"):
+        load_workload("llama3-8b", ep_a2a_overlap="none")
