@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 
 HEAVY = ("numpy", "pandas", "pydantic", "pyarrow", "scipy", "matplotlib", "parplan.api", "parplan.planner.search",
          "parplan.executor.engine", "parplan.executor.simulate", "parplan.models")
@@ -23,8 +24,10 @@ sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
 
 
 def _modules_after(*argv: str) -> set[str]:
+    # run outside the checkout: `python -c` puts the working folder first on sys.path, and the checkout's parplan/
+    # would shadow an installed wheel (CI tests the installed package)
     r = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(argv))], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd=tempfile.gettempdir())
     line = [ln for ln in r.stderr.splitlines() if ln.startswith("MODULES ")]
     assert line, r.stderr
     return set(json.loads(line[-1][len("MODULES "):]))
