@@ -90,7 +90,9 @@ class _PingPong:
         a = self.attn.attention_s(p, d, k)
         e = self.expert.iteration_s(prefill, decode, 0) / m
         c = float(self.m2n(p + d)) if self.m2n is not None else 0.0
-        return ping_pong_s(a, e, c, m, self.layers)
+        # what the attention pool runs once per iteration outside the ping-pong (LM head, host, PP hand-offs)
+        over = float(self.attn.overhead_s(prefill, decode, kv)) if hasattr(self.attn, "overhead_s") else 0.0
+        return ping_pong_s(a, e, c, m, self.layers) + over
 
 
 class _AffineKV:

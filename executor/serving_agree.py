@@ -44,7 +44,12 @@ def compare_serving(workload, cluster, serving, deployment, *, n_requests: int =
 
     dep = as_deployment(deployment, cluster.n_devices)
     e = estimate_serving(workload, cluster, serving, dep)
-    s = simulate_serving(workload, cluster, serving, dep, n_requests=n_requests, seed=seed, max_events=max_events)
+    warmup = None
+    users = getattr(serving, "concurrency", None)
+    if users:  # a closed loop starts with all N users at t = 0: measure after 2N requests, over at least 4N more
+        n_requests, warmup = max(int(n_requests), 6 * int(users)), 2 * int(users)
+    s = simulate_serving(workload, cluster, serving, dep, n_requests=n_requests, seed=seed, max_events=max_events,
+                         warmup=warmup)
     return ServingAgreement(
         deployment=dep.to_string(), mode=dep.mode,
         analytical={"ttft_p50_s": e.ttft_p50_s, "ttft_p99_s": e.ttft_p99_s, "tpot_s": e.tpot_p50_s,

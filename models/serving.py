@@ -2,20 +2,13 @@
 planner): memory and KV capacity per pool, the steady decode batch under the load, TTFT and TPOT percentiles,
 throughput and goodput under the SLOs, with an 80 % interval.
 
-Load and latency (derived; SI units):
-* steady decode batch b per replica: saturated b = b_cap; closed loop (N users) b = min(N/R, b_cap); open loop
-  (Poisson λ) the fixed point b = (λ/R)·osl·t_iter(b) (Little's law), found by bisection; b_cap = min(max batch,
-  KV tokens / mean context (isl + osl/2), chunk·osl/(isl+osl) with chunked prefill);
-* chunked prefill (Agrawal et al. 2024, Sarathi-Serve): each iteration carries b·isl/osl prompt tokens on average;
-  a prompt of i tokens takes ⌈i/(chunk − b)⌉ iterations; without chunking a prefill stalls decoding for its time;
-* TTFT queueing: M/G/1 per replica (Pollaczek–Khinchine, Wq = ρ·S·(1 + cv²)/(2(1 − ρ)), cv² of the prompt length),
-  its tail approximated as P(W > t) = ρ·exp(−ρ·t/Wq); closed loop adds the users beyond b_cap (Little's law);
-* TPOT p99: the request's mean over osl iterations, binomial (chunked) or Poisson (stalls) in the prefill
-  iterations it shares, normal approximation (z = 2.326).
+Load and latency: ``models/serving_agg.py`` (aggregated and attention pools under chunked prefill, open and closed
+loops; disaggregated prefill/decode), closed forms in ``models/serving_queue.py``; the executor's ``PoolCost`` in
+``models/serving_pool.py`` (re-exported here).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import math
 
@@ -24,40 +17,13 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.models import serving_memory as sm
 from parplan.models.serving_plan import Deployment, parse_deployment
-from parplan.models.serving_terms import (PARTS, PoolShape, af_iteration_parts, expert_busy_s, iteration_parts,
-                                          kv_transfer_fn, mg1_wait, serving_context, serving_file, total,
-                                          wait_quantile)
+from parplan.models.serving_terms import (PARTS, PoolShape, af_iteration_parts, iteration_parts,
+                                          kv_transfer_fn, serving_context, serving_file, total)
+from parplan.models.serving_agg import solve_aggregated, solve_disaggregated
+from parplan.models.serving_pool import PoolCost, pool_cost  # noqa: F401  (the executor's interface)
 from parplan.workloads.serving import Z99, load_serving
 
 GiB = float(2**30)
-
-
-def _bisect(f, hi, iters=48):
-    """Largest b in [0, hi] with f(b) ≥ 0 for f decreasing through 0 (vectorized); hi where f(hi) ≥ 0."""
-    lo, up = np.zeros_like(hi), hi.copy()
-    for _ in range(iters):
-        mid = 0.5 * (lo + up)
-        ok = f(mid) >= 0
-        lo, up = np.where(ok, mid, lo), np.where(ok, up, mid)
-    return np.where(f(hi) >= 0, hi, lo)
-
-
-@dataclass
-class PoolCost:
-    """What the executor needs of one pool (one replica): see docs/serving.md."""
-
-    role: str
-    max_batch: int
-    chunk_tokens: int
-    kv_capacity_tokens: int
-    _iter: object = field(repr=False, default=None)
-    _kv: object = field(repr=False, default=None)
-
-    def iteration_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
-        return float(self._iter(prefill_tokens, decode_seqs, kv_tokens))
-
-    def kv_transfer_s(self, tokens: int) -> float:
-        return float(self._kv(tokens)) if self._kv is not None else 0.0
 
 
 class _Pools:
@@ -156,14 +122,14 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
     R = main.R
     if mode != "disaggregated":
         C = main.C
-        b_cap = np.where(C > 0, np.minimum(b_cap, C * O / (I + O)), b_cap)
-        t_p1 = total(it(np.full_like(R, I), 0.0, 0.0, prefill_seqs=1.0) if mode == "aggregated"
-                     else it(np.full_like(R, I), 0.0, 0.0))
-
-        def cycle(b):
-            t = total(it(b * I / O, b, b * ctx))
-            t0 = total(it(0.0, b, b * ctx))
-            return np.where(C > 0, t, t0 + b / O * t_p1)
+        b_cap = np.where(C > 0, np.minimum(b_cap, C), b_cap)  # every running sequence decodes within the budget
+        slots = np.where(C > 0, np.minimum(main.B, C), main.B)
+        st = solve_aggregated(it, C, R, b_cap, serving, slots)
+        b, rho, bad_q = st["b"], st["rho"], st["overload"]
+        r_tot = R * st["lam"]
+        ttft50, ttft99 = st["ttft50"], st["ttft99"]
+        tpot50, tpot_sd = st["tpot50"], st["tpot_sd"]
+        theta, Kt, fixed = st["theta"], st["K"], st["fixed"]
     else:
         Pf = _Pools(deps, "prefill")
         pmem = sm.pool_memory(c, None, serving, Pf, cap)
@@ -172,74 +138,12 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
         t_p1 = total(pit(np.full_like(R, I), 0.0, 0.0, prefill_seqs=1.0))
         mu_p = Pf.R / t_p1
         xf = kv_transfer_fn(c, serving, Pf, n_dev)
-
-        def cycle(b):
-            return total(it(0.0, b, b * ctx))
-    # --- the steady decode batch under the load ------------------------------------------------------------
-    load = serving.load
-    t_cap = cycle(np.maximum(b_cap, 1e-9))
-    if mode == "disaggregated":
-        mu_d = R * b_cap / (O * t_cap)
-        if load == "open":
-            r = np.full_like(R, serving.arrival_rate_per_s)
-        elif load == "closed":
-            b0 = np.minimum(serving.concurrency / R, b_cap)
-            r = np.minimum(R * b0 / (O * cycle(np.maximum(b0, 1e-9))), mu_p * 0.999)
-        else:
-            r = np.minimum(mu_d, mu_p * 0.999)
-        overload = (r >= mu_p) | (r > mu_d * 1.000001)
-        b = _bisect(lambda x: r / R * O * cycle(np.maximum(x, 1e-9)) - x, b_cap)
-        b = np.where(overload, b_cap, np.minimum(b, b_cap))
-    else:
-        if load == "open":
-            lam = serving.arrival_rate_per_s / R
-            overload = lam * O * t_cap > b_cap
-            b = _bisect(lambda x: lam * O * cycle(np.maximum(x, 1e-9)) - x, b_cap)
-            b = np.where(overload, b_cap, b)
-        else:
-            b = b_cap if load == "saturated" else np.minimum(serving.concurrency / R, b_cap)
-            overload = np.zeros(len(deps), dtype=bool)
-    b = np.maximum(b, 1e-9)
-    t_it = cycle(b)
-    # a closed loop's arriving request sees the system as it is with the other N − 1 users (arrival theorem of
-    # closed networks, Lavenberg & Reiser 1980): its prefill queues behind their work only — none when N = 1
-    seen = (serving.concurrency - 1.0) / serving.concurrency if load == "closed" else 1.0
-    r_rep = b / (O * t_it)
-    if mode == "disaggregated":
-        r_tot = np.where(overload, np.minimum(mu_p, mu_d), R * r_rep)
-        rho = r_tot * t_p1 / Pf.R
-        rho_w = rho * seen
-        Wq = mg1_wait(rho_w, t_p1, cv2)
-        S50, S99 = t_p1 * I50 / I, t_p1 * I99 / I
-        xfer50, xfer99 = xf(I50), xf(I99)
-        extra = np.zeros_like(R)
-        if load == "closed":  # a closed loop queues at most its users: prefill-bound rows wait by Little's law
-            Wq = np.where(r_tot >= mu_p * 0.998, 0.0, np.minimum(Wq, serving.concurrency / r_tot))
-            extra = np.maximum(serving.concurrency - R * b - r_tot * (t_p1 + Wq), 0.0) / r_tot
-        tpot_sd = np.zeros_like(R)
+        st = solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Pf.R, xf, cv2, I50, I99, pit)
+        b, rho, bad_q, r_tot = st["b"], st["rho"], st["overload"], st["r_tot"]
+        ttft50, ttft99, tpot50, tpot_sd = st["ttft50"], st["ttft99"], st["tpot50"], st["tpot_sd"]
+        theta, Kt, fixed = st["theta"], st["K"], st["fixed"]
         xfer = xf(I)
-    else:
-        r_tot = R * r_rep
-        beta = np.maximum(C - b, 1.0)
-        t0 = total(it(0.0, b, b * ctx))
-        tfull = total(it(beta, b, b * ctx))
-        rho = np.where(C > 0, b * I / O / beta, r_rep * t_p1)
-        rho_w = rho * seen
-        # unchunked: the prompt waits for the decode iteration in flight (half of one, if any other user decodes)
-        S = lambda i: np.where(C > 0, np.maximum(1.0, np.ceil(i / beta)) * t_it,  # noqa: E731
-                               t_p1 * i / I + seen * t0 / 2.0)
-        S50, S99 = S(I50), S(I99)
-        Wq = mg1_wait(rho_w, S(I), cv2)
-        if load == "closed":
-            Wq = np.minimum(Wq, serving.concurrency / r_tot)
-        extra = np.maximum(serving.concurrency / R - b_cap, 0.0) / r_rep if load == "closed" else np.zeros_like(R)
-        phi = np.clip(rho, 0.0, 1.0)
-        tpot_sd = np.where(C > 0, (tfull - t0) * np.sqrt(phi * (1.0 - phi) / O), t_p1 * np.sqrt(b) / O)
-        xfer50 = xfer99 = 0.0
-    bad_q = overload | ((rho >= 1.0) & (load != "closed"))
-    ttft50 = np.where(bad_q, np.inf, wait_quantile(Wq, rho_w, 0.5) + extra + S50 + xfer50)
-    ttft99 = np.where(bad_q, np.inf, wait_quantile(Wq, rho_w, 0.99) + extra + S99 + xfer99)
-    tpot50, tpot99 = t_it, t_it + Z99 * tpot_sd
+    tpot99 = tpot50 + Z99 * tpot_sd
     tput = r_tot * O
     # --- memory, fits, SLOs --------------------------------------------------------------------------------
     w, kvb, act, res, _, _ = mem
@@ -270,10 +174,9 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
             fails[:, j] = (v < slo[k]) if k == "min_tokens_per_s" else ~(v <= slo[k])
     # goodput: throughput × the share of requests meeting the latency SLOs (exponential TTFT tail, normal TPOT)
     att = np.ones(len(deps))
-    if "ttft_p99_s" in slo:
-        slack = slo["ttft_p99_s"] - extra - S(I) if mode != "disaggregated" else slo["ttft_p99_s"] - extra - t_p1 - xfer
-        expo = np.clip(np.minimum(rho_w, 1.0) * slack / np.maximum(Wq, 1e-30), 0.0, 700.0)
-        att = att * np.where(slack < 0, 0.0, 1.0 - np.minimum(rho_w, 1.0) * np.exp(-expo))
+    if "ttft_p99_s" in slo:  # the wait's tail K·e^(−θt) beyond what the rest of the first token takes
+        slack = slo["ttft_p99_s"] - fixed
+        att = att * np.where(slack < 0, 0.0, 1.0 - Kt * np.exp(-np.clip(theta * slack, 0.0, 700.0)))
     if "tpot_s" in slo:
         att = att * normal_cdf((slo["tpot_s"] - tpot50) / np.maximum(tpot_sd, 1e-30))
     att = np.where(bad_q | ~fits, 0.0, att)
@@ -291,39 +194,6 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
         out["decode_" + k] = np.broadcast_to(decode[k], R.shape).astype(float)
         out["prefill_" + k] = np.broadcast_to(prefill[k], R.shape).astype(float)
     return out
-
-
-def pool_cost(workload, cluster, serving, deployment: Deployment, pool_index: int) -> PoolCost:
-    """The executor's view of one pool of ``deployment`` (see the interface in docs/serving.md)."""
-    serving = load_serving(serving)
-    _check(workload, cluster, deployment)
-    pool = deployment.pools[pool_index]
-    c = serving_context(workload, cluster, serving)
-    deps = [deployment]
-    P = _Pools(deps, pool.role)
-    mem = sm.pool_memory(c, None, serving, P, float(c.hw.memory_capacity_bytes))
-    n_dev = np.array([float(deployment.n_devices)])
-    if pool.role == "attention":
-        E = _Pools(deps, "expert")
-        mb = np.array([float(deployment.micro_batches)])
-        it = _iter_fn(c, P, deps, af=(E, mb, n_dev > c.hw.devices_per_node))
-    elif pool.role == "expert":
-        A = _Pools(deps, "attention")
-        per = float(A.R[0] / P.R[0])
-        mb = float(deployment.micro_batches)
-
-        def it(p, b, kv, **kw):  # expert-side busy time for the tokens of the attention replicas it serves
-            return {"expert": expert_busy_s(c, P.ep, P.tp, (np.asarray(p) + np.asarray(b)) * per / mb, mb)}
-    else:
-        it = _iter_fn(c, P, deps)
-
-    def iteration(p, b, kv):
-        parts = it(np.array([float(p)]), np.array([float(b)]), np.array([float(kv)]))
-        return max(float(np.sum([np.asarray(v).sum() for v in parts.values()])), 1e-9)
-    kvf = kv_transfer_fn(c, serving, P, n_dev) if pool.role == "prefill" else None
-    return PoolCost(role=pool.role, max_batch=pool.max_batch, chunk_tokens=pool.chunk_tokens,
-                    kv_capacity_tokens=int(mem[4][0]), _iter=iteration,
-                    _kv=(lambda t: float(kvf(t)[0])) if kvf is not None else None)
 
 
 def as_deployment(deployment, n_devices: int) -> Deployment:

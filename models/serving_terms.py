@@ -302,37 +302,66 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
     return parts
 
 
-def af_iteration_parts(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, micro_batches,
-                       prefill_tokens, decode_seqs, kv_tokens, *, fused=False, cross_node=True) -> dict:
-    """One iteration of an attention replica of an af-disaggregated deployment (MegaScale-Infer, S09): per MoE
-    layer the attention pool's time Ta and the expert pool's Te per micro-batch, the M2N token exchange Tc, and
-    the ping-pong of m micro-batches: layer = max(m·max(Ta, Te, Tc), Ta + Te + 2·Tc) (seed S09 (b), derived)."""
+ATTN_SIDE = ("gemm_s", "attention_prefill_s", "attention_decode_s", "memory_bound_s", "tp_comm_s")
+
+
+def af_sides(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, micro_batches, prefill_tokens,
+             decode_seqs, kv_tokens, *, fused=False, cross_node=True):
+    """Per MoE layer of an af-disaggregated deployment (MegaScale-Infer, S09), for ONE micro-batch of an attention
+    replica's batch (prefill_tokens, decode_seqs, kv_tokens split m ways): the attention side Ta (its weights are
+    read once per micro-batch), the expert side Te and the one-way M2N exchange Tc; with the micro-batch's parts."""
     m = c.model
-    parts = iteration_parts(c, s, prefill_tokens, decode_seqs, kv_tokens, fused=fused)
-    n_moe = float(getattr(m, "n_moe_layers", 0))
     mb = np.asarray(micro_batches, dtype=np.float64)
-    tp, dp = np.asarray(s.tp, dtype=np.float64), np.asarray(s.dp, dtype=np.float64)
     Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
-    # the attention side of one MoE layer per micro-batch: everything but the routed experts and their exchange
-    attn_side = (parts["gemm_s"] + parts["attention_prefill_s"] + parts["attention_decode_s"]
-                 + parts["memory_bound_s"] + parts["tp_comm_s"]) / max(c.layers, 1.0) / mb
+    KV = np.asarray(kv_tokens, dtype=np.float64)
+    micro = iteration_parts(c, s, Tp / mb, Td / mb, KV / mb, fused=fused)
+    Ta = sum(micro[k] for k in ATTN_SIDE) / max(c.layers, 1.0)
     tokens_e = (Tp + Td) * np.asarray(attn_per_expert, dtype=np.float64) / mb  # per expert replica, micro-batch
     e_ep, e_tp = np.asarray(e_ep, dtype=np.float64), np.asarray(e_tp, dtype=np.float64)
     Te = _experts(c, tokens_e, e_ep * e_tp, e_ep, e_tp)
-    # M2N: each attention rank sends its tokens' top-k copies to the expert devices and receives them back;
-    # the expert side receives the copies of attention_per_expert replicas (one NIC per device)
-    hw = c.hw
+    Tc = m2n_s(c, s, e_ep, e_tp, attn_per_expert, (Tp + Td) / mb, cross_node)
+    del m
+    return Ta, Te, Tc, micro
+
+
+def m2n_s(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, tokens, cross_node):
+    """One-way M2N exchange of one MoE layer for a micro-batch of ``tokens`` tokens of one attention replica: each
+    attention rank sends its tokens' top-k copies to the expert devices (and receives them back the same way); the
+    expert side receives the copies of attn_per_expert replicas (one NIC per device; S09)."""
+    m, hw = c.model, c.hw
+    tp, dp = np.asarray(s.tp, dtype=np.float64), np.asarray(s.dp, dtype=np.float64)
+    tokens = np.asarray(tokens, dtype=np.float64)
     rate = np.where(cross_node, hw.inter_rate, hw.intra_rate)
     lat = np.where(cross_node, hw.inter_lat, hw.intra_lat)
-    send = (Tp + Td) / (dp * tp) / mb * float(m.top_k) * float(m.hidden) * c.ab
-    recv = tokens_e * float(m.top_k) * float(m.hidden) * c.ab / (e_ep * e_tp)
-    Tc = np.maximum(send, recv) / rate + lat
-    Ta = attn_side
-    layer = np.maximum(mb * np.maximum(np.maximum(Ta, Te), Tc), Ta + Te + 2.0 * Tc)
+    row = float(m.top_k) * float(m.hidden) * c.ab
+    send = tokens / (dp * tp) * row
+    recv = tokens * np.asarray(attn_per_expert, dtype=np.float64) * row / (
+        np.asarray(e_ep, dtype=np.float64) * np.asarray(e_tp, dtype=np.float64))
+    return np.maximum(send, recv) / rate + lat
+
+
+def af_iteration_parts(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, micro_batches,
+                       prefill_tokens, decode_seqs, kv_tokens, *, fused=False, cross_node=True) -> dict:
+    """One iteration of an attention replica of an af-disaggregated deployment (MegaScale-Infer, S09): per MoE
+    layer the attention side Ta, the expert side Te and the exchange Tc of one micro-batch (``af_sides``); the m
+    micro-batches ping-pong, a layer taking max(m·max(Ta, Te, Tc), Ta + Te + 2·Tc), plus one round trip
+    Ta + Te + 2·Tc of fill and drain per iteration (seed S09 (b), derived; executor/serving.py ``ping_pong_s``
+    composes the same from ``PoolCost.attention_s``, ``m2n_s`` and ``layers``).  The LM head, host and PP parts
+    run once per iteration for the whole batch."""
+    n_moe = float(getattr(c.model, "n_moe_layers", 0))
+    mb = np.asarray(micro_batches, dtype=np.float64)
+    Ta, Te, Tc, micro = af_sides(c, s, e_ep, e_tp, attn_per_expert, mb, prefill_tokens, decode_seqs, kv_tokens,
+                                 fused=fused, cross_node=cross_node)
+    whole = iteration_parts(c, s, prefill_tokens, decode_seqs, kv_tokens, fused=fused)
+    parts = {k: whole[k] * 1.0 for k in PARTS}
+    for k in ATTN_SIDE:  # every micro-batch runs the attention side with its own weight reads
+        parts[k] = mb * micro[k]
+    trip = Ta + Te + 2.0 * Tc
+    layer = np.maximum(mb * np.maximum(np.maximum(Ta, Te), Tc), trip)
     base = mb * Ta
     with_e = np.maximum(base, mb * Te)
     parts["af_expert_exposed_s"] = n_moe * (with_e - base)
-    parts["af_comm_exposed_s"] = n_moe * (layer - with_e)
+    parts["af_comm_exposed_s"] = n_moe * (layer - with_e) + trip
     parts["expert_gemm_s"] = parts["expert_gemm_s"] * 0.0
     parts["ep_comm_s"] = parts["ep_comm_s"] * 0.0
     return parts
@@ -364,14 +393,3 @@ def kv_transfer_fn(c, serving, P, n_dev):
         bw = np.where(intra, hw.curve_intra("p2p").busbw(nb, hw.intra_rate), hw.curve_inter("p2p").busbw(nb, hw.inter_rate))
         return nb / bw + np.where(intra, hw.intra_lat, hw.inter_lat)
     return f
-
-
-def wait_quantile(Wq, rho, q):
-    """q-quantile of the M/G/1 waiting time under the exponential-tail approximation (0 below the atom at 0)."""
-    rho = np.clip(rho, 1e-12, None)
-    return np.where(rho > 1.0 - q, Wq / rho * np.log(np.maximum(rho / (1.0 - q), 1.0)), 0.0)
-
-
-def mg1_wait(rho, S, cv2):
-    """M/G/1 mean wait (Pollaczek–Khinchine): ρ·S·(1 + cv²)/(2(1 − ρ)); ∞ at ρ ≥ 1."""
-    return np.where(rho < 1.0, rho * S * (1.0 + cv2) / (2.0 * np.maximum(1.0 - rho, 1e-12)), np.inf)

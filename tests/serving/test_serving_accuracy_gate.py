@@ -10,9 +10,12 @@ import pytest
 from rich.console import Console
 
 TARGET = 15.0  # issue 12: MAPE ≤ 15 % on throughput and first-token latency
-# ceilings: the figures of the commit that added this gate (throughput LOSO 12.5 %, balanced 12.7 %; TTFT 15.9 %)
+# ceilings: the figures of the commit that added this gate (throughput LOSO 12.5 %, balanced 12.7 %; TTFT 15.9 %),
+# TTFT re-based once to 16.6 % when the collective curves were made monotone in message size (a physics invariant:
+# the interpolation had priced some small all-reduces below smaller ones, which the 128-token prompts' TP
+# all-reduces had benefited from) — a correction of the kernel layer, not of the serving model
 CEILING = {"throughput": {"mape_pct": 12.6, "balanced_mape_pct": 12.8},
-           "ttft": {"mape_pct": 16.0, "balanced_mape_pct": 16.0}}
+           "ttft": {"mape_pct": 16.7, "balanced_mape_pct": 16.7}}
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +45,7 @@ def test_throughput_meets_the_target(acc):
     assert s["mape_pct"] <= TARGET and s["balanced_mape_pct"] <= TARGET
 
 
-@pytest.mark.xfail(strict=True, reason="TTFT LOSO MAPE 15.9 %: H100 fp8 prompts of 128 tokens run 28-44 % slower "
+@pytest.mark.xfail(strict=True, reason="TTFT LOSO MAPE 16.6 %: H100 fp8 prompts of 128 tokens run 28-44 % slower "
                    "than priced (see the harness's worst rows)")
 def test_first_token_latency_meets_the_target(acc):
     s = acc["summary"]["ttft"]

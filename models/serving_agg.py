@@ -1,0 +1,149 @@
+"""Load, first-token latency and inter-token time of the replicas of an aggregated (or attention) pool under
+chunked prefill (vectorized over deployments; ``models/serving_queue.py`` derives the closed forms).
+
+* open loop (Poisson λ per replica): the decode batch b solves b = λ·(O − 1)·t̄(b) (Little's law over a request's
+  O − 1 decode iterations), by bisection; a decoding request sees 1 + b sequences (itself and, Poisson arrivals
+  seeing time averages, b others), a prompt b others;
+* closed loop (N users per replica n = N/R; saturated: the executor's 2 × the sequences the replicas batch): an
+  arriving user sees the other N − 1 (arrival theorem, Lavenberg & Reiser 1980: the queue's load scales by
+  (N − 1)/N, none for one user); the rate λ solves λ·(TTFT(λ) + (O − 1)·t̄(λ)) = n (Little's law over the users'
+  cycle) and b = λ·(O − 1)·t̄; users beyond the sequence cap wait for a slot (their wait is what Little's law leaves);
+* TTFT = the in-flight decode iteration (half of one, when others decode and no prompt is running) + the M/G/1 wait
+  of the prompt queue (Cramér–Lundberg tail) + the prompt's own chunks; p99 combines the parts' excesses
+  (``sum_p99``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from parplan.models.serving_queue import (chunk_costs, chunk_rates, mg1_wait, mgc_wait, sum_p99, tpot_spread,
+                                          wait_quantiles)
+from parplan.models.serving_terms import total
+
+
+POOLED = True
+
+
+def _bisect(f, lo, hi, iters=48):
+    """Where the increasing-then-crossing f changes sign on [lo, hi] (vectorized): the largest x with f(x) ≤ 0."""
+    lo, up = lo + 0.0 * hi, hi + 0.0 * lo
+    for _ in range(iters):
+        mid = 0.5 * (lo + up)
+        ok = f(mid) <= 0
+        lo, up = np.where(ok, mid, lo), np.where(ok, up, mid)
+    return 0.5 * (lo + up)
+
+
+def solve_aggregated(it, C, R, b_cap, serving, slots):
+    """Arrays of the steady state of every replica: see the module docstring.  ``it(p, d, kv, **kw)``: parts of one
+    iteration; ``C``: chunk tokens (0: whole prompts); ``R``: replicas; ``b_cap``: decode-batch cap; ``slots``:
+    the sequences a replica runs at once (the executor's cap, min(max batch, chunk))."""
+    I, O = float(serving.isl_mean), float(serving.osl_mean)
+    O1 = max(O - 1.0, 0.0)
+    ctx = I + O / 2.0
+    cv2 = serving.isl.cv2
+    load = serving.load
+    tot = lambda p, d, kv, **kw: total(it(p, d, kv, **kw))  # noqa: E731
+    cap1 = np.maximum(b_cap, 1.0)
+    if load == "open":
+        seen, n_u = 1.0, None
+        lam0 = serving.arrival_rate_per_s / R
+    else:
+        N = float(serving.concurrency) if load == "closed" else None
+        n_u = N / R if N is not None else 2.0 * slots
+        seen = (N - 1.0) / N if N is not None else 1.0 - 1.0 / (2.0 * slots * R)
+
+    def costs(b):
+        """Decode iterations at the batch a decoding request sees (itself + b·seen others); its prompt's
+        iterations beside the b·seen others."""
+        n_s, n_p = np.minimum(1.0 + b * seen, cap1), b * seen
+        k = chunk_costs(tot, C, I, n_p, n_p * ctx)
+        k.update({key: v for key, v in chunk_costs(tot, C, I, n_s, n_s * ctx, decode_only=True).items()})
+        return k, n_s
+
+    def ttft_mean(lam, k, b):
+        rho, S, _, _ = chunk_rates(lam, k)
+        resid = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1)) * k["t0"] / 2.0
+        return mg1_wait(rho * seen, S, cv2) + resid + k["s_alone"]
+
+    def closed_rate(k, b):
+        top = (1.0 - 1e-9) / np.maximum(k["s_pack"], 1e-12)
+        g = lambda lam: lam * (ttft_mean(lam, k, b) + O1 * chunk_rates(lam, k)[3]) - n_u  # noqa: E731
+        return _bisect(g, 0.0 * top, top, iters=22)  # 2^-22 of the rate bound: far below the model's error
+
+    def residual(b):
+        k, _ = costs(b)
+        lam = lam0 + 0.0 * b if load == "open" else closed_rate(k, b)
+        return b - lam * O1 * chunk_rates(lam, k)[3]
+
+    top = b_cap if load == "open" else np.minimum(n_u, b_cap)
+    b = _bisect(residual, 0.0 * top, top, iters=20)  # 2^-20 of the batch cap
+    over_cap = residual(top) < 0
+    b = np.where(over_cap, top, b)
+    k, n_s = costs(b)
+    if load == "open":
+        lam = lam0 + 0.0 * b
+    else:
+        lam = closed_rate(k, b)
+        lam = np.where(over_cap, top / np.maximum(O1 * chunk_rates(lam, k)[3], 1e-12), lam) if O1 else lam
+    rho, S, n_p, tbar = chunk_rates(lam, k)
+    overload = (load == "open") & (over_cap | (rho >= 1.0))
+    rho_w = rho * seen
+    Wm, W50, W99, th, K = mgc_wait(R, rho_w, S / R, cv2) if POOLED else wait_quantiles(rho_w, S, cv2)
+    busy = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1))
+    resid = busy * k["t0"] / 2.0
+    s50, _ = k["alone"](serving.isl.quantile(0.5))
+    s99, _ = k["alone"](serving.isl.quantile(0.99))
+    sI = k["s_alone"]
+    extra = np.zeros_like(b)
+    if load != "open":  # the users' cycle leaves this much to wait (a slot, a deeper queue): Little's law
+        extra = np.maximum(n_u / np.maximum(lam, 1e-30) - O1 * tbar - (Wm + resid + sI), 0.0)
+    ttft50 = W50 + resid + s50 + extra
+    ttft99 = sum_p99([(Wm, W99), (resid, busy * k["t0"]), (sI, s99)]) + extra
+    bad = overload | ~np.isfinite(Wm)
+    sd = tpot_spread(tbar, k["t0"], S, n_p, lam, O)
+    return {"b": b, "lam": lam, "rho": rho, "rho_w": rho_w, "overload": bad & (load == "open"),
+            "ttft50": np.where(bad, np.inf, ttft50), "ttft99": np.where(bad, np.inf, ttft99), "tpot50": tbar,
+            "tpot_sd": sd, "theta": th, "K": K, "fixed": extra + sI + resid, "t0": k["t0"]}
+
+
+def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit):
+    """Disaggregated prefill/decode: the decode batch by Little's law at the decode pool, the prompt queue of the
+    prefill pool (``Rp`` replicas behind the least-loaded router: ``mgc_wait``), the KV transfer; ``pit``: parts of a
+    prefill iteration."""
+    I, O = float(serving.isl_mean), float(serving.osl_mean)
+    load = serving.load
+
+    def cycle(b):
+        return total(it(0.0, b, b * ctx))
+    t_cap = cycle(np.maximum(b_cap, 1e-9))
+    mu_d = R * b_cap / (O * t_cap)
+    if load == "open":
+        r = np.full_like(R, serving.arrival_rate_per_s)
+    elif load == "closed":
+        b0 = np.minimum(serving.concurrency / R, b_cap)
+        r = np.minimum(R * b0 / (O * cycle(np.maximum(b0, 1e-9))), mu_p * 0.999)
+    else:
+        r = np.minimum(mu_d, mu_p * 0.999)
+    overload = (r >= mu_p) | (r > mu_d * 1.000001)
+    b = _bisect(lambda x: x - r / R * O * cycle(np.maximum(x, 1e-9)), 0.0 * b_cap, b_cap)
+    b = np.maximum(np.where(overload, b_cap, np.minimum(b, b_cap)), 1e-9)
+    t_it = cycle(b)
+    seen = (serving.concurrency - 1.0) / serving.concurrency if load == "closed" else 1.0
+    r_tot = np.where(overload, np.minimum(mu_p, mu_d), R * b / (O * t_it))
+    rho = r_tot * t_p1 / Rp
+    rho_w = rho * seen
+    Wm, W50, W99, th, K = mgc_wait(Rp, rho_w, t_p1, cv2)
+    extra = np.zeros_like(R)
+    if load == "closed":  # a closed loop queues at most its users: prefill-bound rows wait by Little's law
+        Wm = np.where(r_tot >= mu_p * 0.998, 0.0, np.minimum(Wm, serving.concurrency / r_tot))
+        W50, W99 = np.minimum(W50, Wm * 4.0), np.minimum(W99, Wm * 8.0)
+        extra = np.maximum(serving.concurrency - R * b - r_tot * (t_p1 + Wm), 0.0) / r_tot
+    pre = lambda i: total(pit(np.full_like(R, i), 0.0, 0.0, prefill_seqs=1.0))  # noqa: E731 — one prompt alone
+    sx, sx50, sx99 = t_p1 + xf(I), pre(I50) + xf(I50), pre(I99) + xf(I99)
+    bad = overload | ((rho >= 1.0) & (load != "closed"))
+    ttft50 = W50 + sx50 + extra
+    ttft99 = sum_p99([(Wm, W99), (sx, sx99)]) + extra
+    return {"b": b, "r_tot": r_tot, "rho": rho, "rho_w": rho_w, "overload": bad,
+            "ttft50": np.where(bad, np.inf, ttft50), "ttft99": np.where(bad, np.inf, ttft99), "tpot50": t_it,
+            "tpot_sd": np.zeros_like(R), "theta": th, "K": K, "fixed": extra + sx}

@@ -1,0 +1,157 @@
+"""Queueing of a serving replica (vectorized over deployments): the chunked-prefill iteration mix of an aggregated
+replica, the M/G/1 waiting-time tail of a prefill queue, and the quantile of a first-token latency made of several
+independent parts.  All closed forms are derived here (sources in each docstring); SI units.
+
+Aggregated replica under vLLM v1's policy (decodes first, then prompt chunks up to the token budget ``C``; the
+executor ``executor/serving_sched.py`` plays it): an iteration either carries prompt tokens or only decodes.  A
+prompt of ``i`` tokens alone occupies ⌈i/β⌉ iterations (β = C − n tokens left beside ``n`` decodes): ⌈i/β⌉ − 1 full
+chunks and one partial chunk; when prompts queue, chunks are packed and the prompt costs i/β full iterations.
+With the prefill-busy share ρ the two mix as (1 − ρ)·alone + ρ·packed, which gives ρ in closed form
+(ρ = λ·S_alone / (1 + λ·(S_alone − S_packed))).  A decoding sequence sees λ·n_p prefill iterations and (1 − ρ)/t₀
+decode-only iterations per second, so its mean inter-token time is t̄ = 1/(λ·n_p + (1 − ρ)/t₀) (derived).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from parplan.workloads.serving import Z99
+
+
+def chunk_costs(total_of, C, I, n, kv, decode_only=False):
+    """Iteration costs of an aggregated replica at ``n`` decoding sequences over ``kv`` cached tokens:
+    ``t0`` (decodes only), ``full`` (a whole chunk beside them), the prompt service alone ``alone(i)`` and its
+    iteration count, the packed service and its count per prompt of ``I`` tokens.  ``C = 0``: whole prompts, one
+    iteration each (the unchunked prefill stalls the decodes for its time).  ``total_of(p, d, kv, **kw)``: seconds
+    of one iteration; ``decode_only``: ``t0`` alone."""
+    t0 = total_of(0.0, n, kv)
+    if decode_only:
+        return {"t0": t0}
+    chunked = C > 0
+    beta = np.where(chunked, np.maximum(C - n, 1.0), 1.0)
+    full = total_of(beta, n, kv)
+
+    def alone(i):
+        i = np.asarray(i, dtype=np.float64) + 0.0 * beta
+        k = np.maximum(np.ceil(i / beta), 1.0)
+        rem = i - (k - 1.0) * beta
+        part = total_of(np.where(chunked, rem, i), n, kv, prefill_seqs=1.0)
+        return np.where(chunked, (k - 1.0) * full + part, part), np.where(chunked, k, 1.0)
+
+    s_alone, k_alone = alone(I)
+    s_pack = np.where(chunked, I / beta * full, s_alone)
+    k_pack = np.where(chunked, I / beta, 1.0)
+    return {"t0": t0, "full": full, "alone": alone, "s_alone": s_alone, "k_alone": k_alone, "s_pack": s_pack,
+            "k_pack": k_pack}
+
+
+def chunk_rates(lam, k):
+    """Per replica at prompt arrival rate ``lam`` (1/s) and costs ``k`` (``chunk_costs``): the prefill-busy share
+    ρ, the mean prompt service S, the prefill iterations per prompt, and the mean inter-token time t̄."""
+    lam = np.asarray(lam, dtype=np.float64)
+    d = k["s_alone"] - k["s_pack"]
+    rho = lam * k["s_alone"] / (1.0 + lam * d)
+    r = np.clip(rho, 0.0, 1.0)
+    S = (1.0 - r) * k["s_alone"] + r * k["s_pack"]
+    n_p = (1.0 - r) * k["k_alone"] + r * k["k_pack"]
+    tbar = 1.0 / (lam * n_p + (1.0 - r) / k["t0"])
+    return rho, S, n_p, tbar
+
+
+def mg1_wait(rho, S, cv2):
+    """M/G/1 mean wait (Pollaczek–Khinchine): ρ·S·(1 + cv²)/(2(1 − ρ)); ∞ at ρ ≥ 1."""
+    return np.where(rho < 1.0, rho * S * (1.0 + cv2) / (2.0 * np.maximum(1.0 - rho, 1e-12)), np.inf)
+
+
+def mg1_tail(rho, S, cv2, iters: int = 60):
+    """Exponential tail of the M/G/1 wait, P(W > t) ≈ K·e^(−θt) (Cramér–Lundberg: θ solves λ(M(θ) − 1) = θ,
+    K = (1 − ρ)/(λ·M′(θ) − 1); Asmussen, 'Applied Probability and Queues', 2nd ed., XIII.5), for a gamma-distributed
+    service of mean ``S`` and squared coefficient of variation ``cv2`` (M(θ) = (1 − θ·S·cv²)^(−1/cv²); cv² → 0 is the
+    deterministic service, M = e^(θS)).  Returns (θ, K)."""
+    rho = np.clip(np.asarray(rho, dtype=np.float64), 1e-12, 1.0 - 1e-9)
+    S = np.asarray(S, dtype=np.float64) + 0.0 * rho
+    c = np.maximum(np.asarray(cv2, dtype=np.float64), 1e-6) + 0.0 * rho
+    lam = rho / S
+
+    def mgf(th):
+        return np.power(np.maximum(1.0 - th * S * c, 1e-300), -1.0 / c)
+
+    lo, hi = np.zeros_like(rho), 1.0 / (S * c)
+    hi = np.minimum(hi, 50.0 / S)  # e^(50) beyond any root for ρ ≥ 1e-12 (derived: λ(M−1) grows like e^(θS)/S)
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        above = lam * (mgf(mid) - 1.0) > mid
+        lo, hi = np.where(above, lo, mid), np.where(above, mid, hi)
+    th = 0.5 * (lo + hi)
+    dm = S * np.power(np.maximum(1.0 - th * S * c, 1e-300), -1.0 / c - 1.0)
+    K = np.clip((1.0 - rho) / np.maximum(lam * dm - 1.0, 1e-12), 0.0, 1.0)
+    return th, K
+
+
+def tail_quantile(theta, K, q):
+    """q-quantile of a wait with an atom at 0 and tail K·e^(−θt)."""
+    return np.where(K > 1.0 - q, np.log(np.maximum(K / (1.0 - q), 1.0)) / np.maximum(theta, 1e-30), 0.0)
+
+
+def wait_quantiles(rho, S, cv2):
+    """(mean, p50, p99, θ, K) of the M/G/1 wait of a prompt queue (∞ at ρ ≥ 1; θ, K: ``mg1_tail``)."""
+    ok = np.asarray(rho) < 1.0
+    th, K = mg1_tail(np.where(ok, rho, 0.5), S, cv2)
+    K = np.where(np.asarray(rho) > 0, K, 0.0)
+    mean = mg1_wait(rho, S, cv2)
+    return (mean, np.where(ok, tail_quantile(th, K, 0.5), np.inf), np.where(ok, tail_quantile(th, K, 0.99), np.inf),
+            th, K)
+
+
+def sum_p99(parts):
+    """p99 of a sum of independent parts given each part's (mean, p99): the means add, the excesses over the mean
+    add in quadrature (a normal-approximation combination; exact for normal parts, derived)."""
+    m = sum(p[0] for p in parts)
+    with np.errstate(invalid="ignore"):
+        ex = sum(np.maximum(np.nan_to_num(p[1] - p[0], nan=np.inf), 0.0) ** 2 for p in parts)
+    return m + np.sqrt(ex)
+
+
+def tpot_spread(tbar, t0, S, n_p, lam, O):
+    """Standard deviation of one request's mean inter-token time: the prefill iterations it shares arrive as a
+    compound Poisson stream (λ·D prompts in its decode time D = (O − 1)·t̄, n_p iterations each), each longer than a
+    decode-only iteration by S/n_p − t₀ (derived)."""
+    O1 = np.maximum(O - 1.0, 1.0)
+    D = O1 * tbar
+    extra = np.maximum(S / np.maximum(n_p, 1e-12) - t0, 0.0)
+    return extra * n_p * np.sqrt(np.maximum(lam * D, 0.0)) / O1
+
+
+__all__ = ["Z99", "chunk_costs", "chunk_rates", "mg1_wait", "mg1_tail", "tail_quantile", "wait_quantiles", "sum_p99",
+           "tpot_spread"]
+
+
+def erlang_c(c, rho):
+    """Probability an arrival waits in M/M/c at per-server utilization ρ (Erlang C; Kleinrock, 'Queueing Systems'
+    vol. 1, §3.5), vectorized over integer c ≥ 1."""
+    c = np.asarray(c, dtype=np.float64)
+    rho = np.clip(np.asarray(rho, dtype=np.float64), 0.0, 1.0 - 1e-12)
+    a = c * rho
+    term = np.ones_like(a)
+    s = np.zeros_like(a)
+    for k in range(int(np.max(c)) if c.size else 1):
+        s = s + np.where(k < c, term, 0.0)
+        term = np.where(k < c, term * a / (k + 1.0), term)
+    last = term / (1.0 - rho)
+    return last / (s + last)
+
+
+def mgc_wait(c, rho, S, cv2):
+    """(mean, p50, p99, θ, K) of the wait of c servers fed by one queue at per-server utilization ρ (the
+    least-loaded router of the executor keeps no server idle while another queues): one server — the M/G/1 forms
+    above; several — Allen–Cunneen's mean, Erlang C·(1 + cv²)/2·S/(c(1 − ρ)) (Allen, 'Probability, Statistics and
+    Queueing Theory', 1990, §6), with the exponential tail Erlang C·e^(−t·C/W)."""
+    c = np.asarray(c, dtype=np.float64)
+    m1, p50, p99, th1, K1 = wait_quantiles(rho, S, cv2)
+    ok = np.asarray(rho) < 1.0
+    Pw = erlang_c(np.maximum(c, 1.0), np.where(ok, rho, 0.5))
+    Wc = np.where(ok, Pw * (1.0 + cv2) / 2.0 * S / (c * np.maximum(1.0 - rho, 1e-12)), np.inf)
+    thc = Pw / np.maximum(Wc, 1e-30)
+    one = c <= 1.0
+    th, K = np.where(one, th1, thc), np.where(one, K1, Pw)
+    return (np.where(one, m1, Wc), np.where(one, p50, np.where(ok, tail_quantile(thc, Pw, 0.5), np.inf)),
+            np.where(one, p99, np.where(ok, tail_quantile(thc, Pw, 0.99), np.inf)), th, K)
