@@ -140,7 +140,27 @@ def make_job(to: str, workload: Workload, cluster: Cluster, plan: Plan) -> Job:
     if reasons:
         raise SpecError(f"{fw.name} cannot launch this plan: {reasons[0]}", key="plan",
                         hint=f"the {fw.id} profile (catalogs/frameworks/{fw.id}.yaml) rules it out")
+    check_cp_kind(to, plan)
     return Job(to=to, workload=workload, cluster=cluster, plan=plan, fw=fw)
+
+
+# the context-parallel layouts each export writes (models/plan.py CP_KINDS): Megatron-Core's --cp-comm-type p2p is
+# the ring, a2a is Ulysses (arguments.py, docs/source/api-guide/context_parallel.rst); the other targets' CP is the
+# ring only (torchtitan: ring attention with a rotate method; NeMo/MaxText: as written by these exporters)
+CP_KINDS_WRITTEN = {"megatron": ("ring", "ulysses")}
+
+
+def check_cp_kind(to: str, plan: Plan) -> None:
+    """A plan's cp_kind is written or refused, never dropped (a dropped layout would launch another job)."""
+    kind = getattr(plan, "cp_kind", "ring")
+    if plan.cp <= 1 or kind == "ring":
+        return
+    ok = CP_KINDS_WRITTEN.get(to, ("ring",))
+    if kind not in ok:
+        why = ("DCP's per-batch document placement is a research scheduler no framework flag selects"
+               if kind == "dcp" else f"this export writes the {' and '.join(ok)} layout{'s' if len(ok) > 1 else ''} "
+               "of context parallelism only")
+        raise refuse(to, f"cp_kind={kind}", why, f"cp_kind={' or cp_kind='.join(ok)}")
 
 
 # --- layer splits -------------------------------------------------------------------------------------------------

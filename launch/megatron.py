@@ -21,6 +21,8 @@ def parallel_flags(job: Job) -> Flags:
         ("--pipeline-model-parallel-size", p.pp),  # arguments.py _add_distributed_args
         ("--context-parallel-size", p.cp),  # arguments.py _add_distributed_args
     ]
+    if p.cp > 1:  # the layout: p2p = the ring, a2a = Ulysses (arguments.py --cp-comm-type; context_parallel.rst)
+        f.append(("--cp-comm-type", "a2a" if getattr(p, "cp_kind", "ring") == "ulysses" else "p2p"))
     if p.vpp > 1:
         if explicit_split(p):
             # "Number of virtual pipeline stages per pipeline parallelism rank" (arguments.py), for uneven stages

@@ -103,3 +103,20 @@ def test_export_never_accepts_what_the_profile_rules_out(to):
         except SpecError:
             continue
         assert fw.plan_reasons(plan, 8, w) == [], (to, text)
+
+
+def test_the_context_parallel_layout_is_written_or_refused_never_dropped():
+    """cp_kind=ulysses becomes Megatron-Core's --cp-comm-type a2a (the ring is p2p); where an export cannot write
+    the layout (DCP anywhere, Ulysses outside Megatron) it refuses, naming cp_kind."""
+    import pytest as _pytest
+
+    from parplan.errors import SpecError
+    from parplan.launch import export_plan
+
+    plan = "dp=32,tp=1,pp=1,cp=2,mbs=1,zero=1,recompute=selective,sp=false,cp_kind=ulysses"
+    assert "--cp-comm-type a2a" in export_plan("llama3-8b", "dgx-h100-64", plan, "megatron").text
+    assert "--cp-comm-type p2p" in export_plan("llama3-8b", "dgx-h100-64", plan.replace(",cp_kind=ulysses", ""),
+                                               "megatron").text
+    for to, kind, zero in (("megatron", "dcp", 1), ("nemo", "ulysses", 1), ("torchtitan", "ulysses", 3)):
+        with _pytest.raises(SpecError, match="cp_kind"):
+            export_plan("llama3-8b", "dgx-h100-64", plan.replace("ulysses", kind).replace("zero=1", f"zero={zero}"), to)
