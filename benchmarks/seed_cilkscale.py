@@ -23,8 +23,8 @@ GUIDE = "OpenCilk Cilkscale user guide, qsort example (ANCHORS.md Part B §1.2, 
 # region: (burdened parallelism, measured seconds on 1..8 cores) — the guide's table (H)
 TABLE = {"sample_qsort": (21.7138, [7.90022, 4.18091, 3.12102, 2.54729, 2.25585, 2.05149, 1.75151, 1.80027]),
          "whole program": (10.8345, [9.2498, 5.5804, 4.42004, 3.9695, 3.59468, 3.41839, 3.29919, 3.16601])}
-# an 8-core laptop socket: only the core count matters here (no bytes, few tasks); the rest are placeholders of a
-# 2020-era laptop part, marked assumed
+# an 8-core laptop socket: only the core count matters here (no bytes, few tasks); the other fields, which the
+# qsort bound does not read, are assumed values of a 2020-era laptop part and marked so
 LAPTOP = {"id": "laptop-8c", "name": "8-core laptop (Cilkscale guide)", "kind": "cpu-socket", "vendor": "unknown",
           "cores": 8, "smt": 1, "base_clock_ghz": 2.5, "fp64_flops_per_cycle": {"scalar": 4, "simd256": 16},
           "l1d_per_core": "32 KiB", "l2_per_core": "512 KiB", "l3": "16 MiB", "stream_bandwidth": "40 GB/s",

@@ -16,8 +16,9 @@ from parplan.errors import SpecError
 
 
 def _workload(ref: Any):
-    """A workload for serving: its training job is irrelevant (placeholders fill a missing one), and the
-    ``serving:`` block of a model file, unknown to the training loader, is set aside."""
+    """A workload for serving: the loader requires a training job, which serving never reads (seq_len =
+    global_batch = 1 stand in when the file has none), and the ``serving:`` block of a model file, unknown to the
+    training loader, is set aside."""
     from parplan.workloads.loader import load_workload, workload_from_dict
 
     if isinstance(ref, (str, Path)) and str(ref).endswith((".yaml", ".yml")) and Path(str(ref)).is_file():
