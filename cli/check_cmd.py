@@ -57,7 +57,14 @@ def register(app: typer.Typer) -> None:
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs): --max-step-time-s bounds the run time
         if verbs is not None:
-            return verbs.check(model, hw, plan=plan, max_time_s=max_step_time_s, fmt=fmt, output=output)
+            from parplan.cli.family_verbs import given
+
+            return verbs.check(model, hw, plan=plan, max_time_s=max_step_time_s, min_throughput=min_tokens_per_s,
+                               fmt=fmt, output=output, **given(
+                                   max_memory_fraction=max_memory_fraction, min_mfu=min_mfu,
+                                   global_batch=global_batch, seq_len=seq_len, precision=precision,
+                                   expert_imbalance=expert_imbalance, allow_cross_node_tp=allow_cross_node_tp,
+                                   junit=junit, max_plans=max_plans, serve=serve, deployment=deployment))
         if serve is not None:
             from parplan.cli.serve_out import serve_check
 

@@ -118,7 +118,12 @@ def register(app: typer.Typer) -> None:
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets): its handler prints
         if verbs is not None:
-            return verbs.estimate(model, hw, plan=plan, fmt=fmt, output=output)
+            from parplan.cli.family_verbs import given
+
+            return verbs.estimate(model, hw, plan=plan, fmt=fmt, output=output, **given(
+                plan_file=plan_file, seq_len=seq_len, global_batch=global_batch, precision=precision,
+                framework=framework, expert_imbalance=expert_imbalance, max_plans=max_plans, serve=serve,
+                deployment=deployment))
         if serve is not None:
             from parplan.cli.serve_out import serve_estimate
 

@@ -231,7 +231,12 @@ def register(app: typer.Typer) -> None:
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets)
         if verbs is not None:
-            return verbs.simulate(model, hw, plan=plan, fmt=fmt, output=output)
+            from parplan.cli.family_verbs import given
+
+            return verbs.simulate(model, hw, plan=plan, seed=seed, fmt=fmt, output=output, **given(
+                plan_file=plan_file, schedule=schedule, trace=trace, slowdown=slowdown, seq_len=seq_len,
+                global_batch=global_batch, precision=precision, framework=framework,
+                expert_imbalance=expert_imbalance, max_events=max_events, serve=serve, deployment=deployment))
         if serve is not None:
             from parplan.cli.serve_sim_out import serve_simulate
 
@@ -321,8 +326,14 @@ def register(app: typer.Typer) -> None:
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets)
         if verbs is not None:
-            return verbs.validate(model, hw, fmt=fmt, output=output,
-                                  **({} if tolerance == DEFAULT_TOLERANCE else {"tolerance": tolerance}))
+            from parplan.cli.family_verbs import given
+
+            return verbs.validate(model, hw, plan=plan or None, top=top, fmt=fmt, output=output,
+                                  **({} if tolerance == DEFAULT_TOLERANCE else {"tolerance": tolerance}), **given(
+                                      plan_file=plan_file, seq_len=seq_len, global_batch=global_batch,
+                                      precision=precision, framework=framework, expert_imbalance=expert_imbalance,
+                                      max_events=max_events, max_plans=max_plans, serve=serve,
+                                      deployment=deployment))
         if serve is not None:
             from parplan.cli.serve_sim_out import serve_validate
 

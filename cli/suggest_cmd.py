@@ -201,7 +201,15 @@ def register(app: typer.Typer) -> None:
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets): its handler prints
         if verbs is not None:
-            return verbs.suggest(model, hw, fix=fix, top=top, fmt=fmt, output=output)
+            from parplan.cli.family_verbs import given
+
+            return verbs.suggest(model, hw, fix=fix, top=top, objective=objective, fmt=fmt, output=output, **given(
+                global_batch=global_batch, seq_len=seq_len, precision=precision, framework=framework,
+                expert_imbalance=expert_imbalance, memory_headroom=memory_headroom,
+                allow_cross_node_tp=allow_cross_node_tp, price_per_hour=price_per_hour,
+                target_tokens_per_s=target_tokens_per_s, deadline=deadline, token_budget=token_budget,
+                max_nodes=max_nodes, export=export, export_output=export_output, explain=explain,
+                expand_ties=expand_ties, max_plans=max_plans, max_configurations=max_configurations))
         check_precision(precision)
         check_framework(framework)
         framework = export_framework(export, framework, export_output)

@@ -12,11 +12,13 @@ import io
 import typer
 
 from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
+from parplan.cli.family_verbs import unread
 from parplan.errors import SpecError
 from parplan.models.tasks_terms import TIME_PARTS
 
 _SHORT = {"compute_s": "comp", "memory_s": "mem", "task_overhead_s": "ovh", "contention_s": "cont", "span_s": "span",
           "barrier_s": "barr", "record_s": "rec", "mpi_halo_s": "halo", "mpi_allreduce_s": "allr"}
+FAMILY = "task-graph"
 LEGEND = ("shares of the run time: comp = useful work, mem = bandwidth-roofline excess, ovh = per-task runtime cost, "
           "cont = serialized (team-wide lock, single producer), span = burdened span, barr = barriers, rec = "
           "record (replay runtimes), halo/allr = MPI")
@@ -49,7 +51,8 @@ def _table_estimate(e, width) -> str:
     return text + render([Col("part", "left"), Col(unit), Col("share")], rows, title="time (all iterations)", con=con)
 
 
-def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **_ignored) -> None:
+def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
     from parplan.tasks import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
@@ -97,7 +100,11 @@ def render_plans(ps, width=None) -> str:
     return render(cols, rows, title=title, width=width, notes=lambda dropped: [LEGEND])
 
 
-def suggest(model, hw, *, fix=None, top=10, fmt=Format.table, output=None, **_ignored) -> None:
+def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, output=None, **extra) -> None:
+    if objective not in (None, "time"):
+        raise SpecError(f"bad value {objective!r}: task graphs are ranked by run time", key="--objective",
+                        allowed=["time"])
+    unread(extra, FAMILY)
     from parplan.tasks import suggest as api_suggest
 
     ps = api_suggest(model, hw, fix=_fix_map(fix), top=top)
@@ -112,8 +119,9 @@ def suggest(model, hw, *, fix=None, top=10, fmt=Format.table, output=None, **_ig
 
 
 def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fmt=Format.table, output=None,
-          **_ignored) -> None:
-    """PASS when the plan (or the best plan) runs within --max-step-time-s and reaches --min-speedup."""
+          **extra) -> None:
+    """PASS when the plan (or the best plan) runs within --max-step-time-s (and reaches ``min_speedup``, API)."""
+    unread(extra, FAMILY)
     from parplan.tasks import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
@@ -139,7 +147,8 @@ def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fmt=Format
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **_ignored) -> None:
+def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
     from parplan.tasks import estimate as api_estimate, simulate as api_simulate
 
     r = api_simulate(model, hw, plan, seed=seed)
@@ -157,7 +166,8 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **_
              "1 simulation")
 
 
-def validate(model, hw, *, tolerance=0.25, fmt=Format.table, output=None, **_ignored) -> None:
+def validate(model, hw, *, tolerance=0.25, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
     """Simulate every runtime × a few thread counts × every grain and compare with the closed form."""
     from parplan.executor.worksteal import agreement
 
