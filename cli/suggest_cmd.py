@@ -167,7 +167,9 @@ def register(app: typer.Typer) -> None:
         expand_ties: bool = typer.Option(False, "--expand-ties",
                                          help="one row per plan, even where plans have the same outcome (default: "
                                               "equal-outcome plans are one row, the simplest, with their count)"),
-        solver: str = typer.Option("cbc", "--solver", help="multi-group clusters: ILP solver, cbc | highs"),
+        solver: str = typer.Option("exact", "--solver",
+                                   help="multi-group clusters: exact (in process) | cbc | highs (the same programs "
+                                        "as ILPs, through PuLP)"),
         time_limit: float = typer.Option(10.0, "--time-limit",
                                          help=f"multi-group clusters: seconds per ILP solve, in (0, "
                                               f"{MAX_TIME_LIMIT_S:g}]"),

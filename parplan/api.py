@@ -121,7 +121,7 @@ def suggest(workload: WorkloadRef, cluster: ClusterRef, *, objective: str | None
             max_mbs: int | None = None, price_per_hour: float | None = None,
             target_tokens_per_s: float | None = None, deadline: Any = None, token_budget: Any = None,
             max_nodes: int | None = None, progress: Any = None, max_plans: int | None = None,
-            group_ties: bool = True, solver: str = "cbc", time_limit_s: float = 10.0,
+            group_ties: bool = True, solver: str = "exact", time_limit_s: float = 10.0,
             max_configurations: int | None = None, **training_overrides: Any):
     """Search every valid plan of ``workload`` on ``cluster`` and return the ``top`` best (0 = all that fit).
 

@@ -27,8 +27,9 @@ from parplan.models.hetero import (HeteroPlan, HeteroResult, PipelineSpec, Stage
 # the integer programs (re-exported: tests and callers import them from here)
 from parplan.planner.hetero_ilp import (ShapeCosts, Solved, _state_bytes_per_param, block_orders,  # noqa: F401
                                         build_data_ilp, build_layer_ilp, build_typed_data_ilp, decode_layers,
-                                        decode_typed_shares, heuristic_data, heuristic_layers, make_solver,
-                                        proportional_split, solve)
+                                        decode_typed_shares, heuristic_data, heuristic_layers, layer_terms,
+                                        make_solver, proportional_split, solve)
+from parplan.planner.hetero_exact import ExactSolver, solve_data, solve_layers
 from parplan.planner.hetero_shapes import (Shape, _bottleneck_bound, _divisors, _supports, count_shapes,  # noqa: F401
                                            enumerate_shapes, min_fitting_depth, shape_lower_bound)
 from parplan.workloads.transformer import Workload
@@ -94,6 +95,7 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
     if K > M:
         return "more replicas than micro-batches"
     heuristic, solves = False, 0
+    exact = isinstance(solver, ExactSolver)
     m_est = max(1, M // K)
     # first estimate of each type's share: M split in proportion to the replicas' speed bound (shape_lower_bound)
     speed = [reps / _bottleneck_bound(workload, cluster, st, tp, mbs, recompute)
@@ -110,18 +112,24 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
             sc = _shape_costs(workload, cluster, st, tp, mbs, recompute, m_t, K)
             best_obj, best_layers, any_feasible = math.inf, None, False
             for order in block_orders(sc):
-                prob, v = build_layer_ilp(workload, sc, zero, order, headroom)
-                status, _ = solve(prob, solver)
                 solves += 1
+                if exact:
+                    sol = solve_layers(layer_terms(workload, sc, zero, order, headroom))
+                    status, obj = sol.status, sol.objective_s
+                    decoded = [(sc.groups[g], n) for g, n in zip(order, sol.layers)]
+                else:
+                    prob, v = build_layer_ilp(workload, sc, zero, order, headroom)
+                    status, _ = solve(prob, solver)
+                    obj = pulp.value(prob.objective) if status == "Optimal" else math.inf
+                    decoded = None
                 if status == "Infeasible":
                     continue
                 any_feasible = True
                 if status != "Optimal":
                     heuristic = True
                     continue
-                obj = pulp.value(prob.objective)
                 if obj < best_obj - 1e-12:
-                    best_obj, best_layers = obj, decode_layers(sc, v)
+                    best_obj, best_layers = obj, decoded if exact else decode_layers(sc, v)
             if not any_feasible:
                 return "memory: no layer split of the shape fits every stage"
             if best_layers is None:
@@ -142,10 +150,16 @@ def plan_shape(workload: Workload, cluster: Cluster, shape: Shape, tp: int, mbs:
             fb.append(sum(sl) - max(sl))
         bott = [zb[ti] for ti, reps in enumerate(shape.replicas) for _ in range(reps)]
         fill = [fb[ti] for ti, reps in enumerate(shape.replicas) for _ in range(reps)]
-        prob, v = build_typed_data_ilp(zb, fb, list(shape.replicas), M)
-        status, _ = solve(prob, solver)
         solves += 1
-        if status == "Optimal":
+        if exact:
+            ilp_T, shares = solve_data(zb, fb, list(shape.replicas), M)
+            status = "exact"
+        else:
+            prob, v = build_typed_data_ilp(zb, fb, list(shape.replicas), M)
+            status, _ = solve(prob, solver)
+        if status == "exact":
+            pass
+        elif status == "Optimal":
             shares = decode_typed_shares(v, list(shape.replicas))
             ilp_T = float(v["T"].value())
         else:
@@ -256,7 +270,7 @@ def default_recompute_options(workload: Workload) -> tuple[str, ...]:
     return ("none", "full") if workload.training.attention == "flash" else ("none", "selective", "full")
 
 
-def plan_hetero(workload, cluster, *, solver: str = "cbc", time_limit_s: float = 10.0,
+def plan_hetero(workload, cluster, *, solver: str = "exact", time_limit_s: float = 10.0,
                 mbs_options=(1, 2, 4), recompute_options=None, zero_options=(1,),
                 tp_options=None, baselines: bool = True, max_depth_options: int = 2,
                 prune: bool = True, progress=None, max_configurations: int | None = None,

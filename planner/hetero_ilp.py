@@ -22,17 +22,25 @@ from parplan.workloads.transformer import Workload
 GiB = float(2**30)
 
 # --- solvers -----------------------------------------------------------------------------------------------------
-def make_solver(name: str = "cbc", time_limit_s: float = 10.0):
-    """A PuLP solver by name: ``cbc`` (bundled) or ``highs`` (needs highspy)."""
+SOLVERS = ["exact", "cbc", "highs"]
+
+
+def make_solver(name: str = "exact", time_limit_s: float = 10.0):
+    """A solver by name: ``exact`` (in process, by the programs' structure: ``planner/hetero_exact.py``), or the
+    ILPs through PuLP: ``cbc`` (bundled) or ``highs`` (needs highspy)."""
+    if name == "exact":
+        from parplan.planner.hetero_exact import ExactSolver
+
+        return ExactSolver()
     if name == "cbc":
         return pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit_s)
     if name == "highs":
         solver = pulp.HiGHS(msg=False, timeLimit=time_limit_s)
         if not solver.available():
-            raise SpecError("solver 'highs' is not installed", key="--solver", allowed=["cbc", "highs"],
-                            hint="pip install highspy, or use --solver cbc")
+            raise SpecError("solver 'highs' is not installed", key="--solver", allowed=SOLVERS,
+                            hint="pip install highspy, or use --solver exact")
         return solver
-    raise SpecError(f"unknown solver {name!r}", key="--solver", allowed=["cbc", "highs"])
+    raise SpecError(f"unknown solver {name!r}", key="--solver", allowed=SOLVERS)
 
 
 @dataclass
@@ -105,29 +113,56 @@ def block_orders(sc: ShapeCosts) -> list[tuple[int, ...]]:
     return out
 
 
+@dataclass(frozen=True)
+class LayerTerms:
+    """Coefficients of the layer ILP for one stage-to-group order (per stage position i): τ_i = a_i·n_i + b_i
+    seconds, memory mem_i·n_i ≤ room_i bytes; shared by the ILP (``build_layer_ilp``) and the exact solver
+    (``planner/hetero_exact.py``), so both price one formula."""
+
+    a_s: tuple[float, ...]  # seconds per layer on position i's group
+    b_s: tuple[float, ...]  # fixed seconds of position i: 2 boundary transfers + embedding (first) + head (last)
+    mem_bytes: tuple[float, ...]  # bytes per layer: weights/grads/optimizer state + in-flight activations
+    room_bytes: tuple[float, ...]  # usable bytes of the position's device after its fixed terms
+    layers: int
+    micro_batches: int
+
+
+def layer_terms(workload: Workload, sc: ShapeCosts, zero: int, order: tuple[int, ...],
+                headroom: float = 0.0) -> LayerTerms:
+    """The layer ILP's constants: per position, time per layer and fixed time; memory per layer (in-flight
+    activations min(S − i, m)) and the room under (1 − headroom) × capacity less the framework reserve."""
+    S = len(order)
+    bpp = _state_bytes_per_param(workload, zero, sc.owners)
+    a, b, mem, room = [], [], [], []
+    for i, g in enumerate(order):
+        c = sc.costs[g]
+        a.append(c.layer_s)
+        b.append(2.0 * sc.p2p_s + (c.emb_s if i == 0 else 0.0) + (c.out_s if i == S - 1 else 0.0))
+        inflight = max(1, min(S - i, sc.micro_batches))
+        mem.append(c.layer_params * bpp + c.act_bytes_per_layer * inflight)
+        fixed = c.transient_bytes + (c.emb_params * bpp if i == 0 else 0.0) \
+            + ((c.out_params * bpp + c.logits_bytes) if i == S - 1 else 0.0)
+        budget = ((1.0 - headroom) * c.capacity_bytes - FRAMEWORK_RESERVED_BYTES) / (1.0 + FRAGMENTATION_FRACTION)
+        room.append(budget - fixed)
+    return LayerTerms(tuple(a), tuple(b), tuple(mem), tuple(room), workload.model.layers, sc.micro_batches)
+
+
 def build_layer_ilp(workload: Workload, sc: ShapeCosts, zero: int, order: tuple[int, ...],
                     headroom: float = 0.0) -> tuple[pulp.LpProblem, dict]:
     """For one stage-to-group assignment ``order`` (shape-local group index per stage position):
     min (m − 1)·z + Σ τ_i  s.t.  τ_i = n_i·a_g(i) + extras, z ≥ τ_i, Σ n_i = L, n_i ≥ 1 integer, and the memory of
     position i on its group ≤ (1 − headroom) × capacity (in-flight activations min(S − i, m))."""
-    L = workload.model.layers
-    S = len(order)
+    lt = layer_terms(workload, sc, zero, order, headroom)
+    L, S = lt.layers, len(order)
     prob = pulp.LpProblem("stage_layers", pulp.LpMinimize)
     n = [pulp.LpVariable(f"n_{i}", lowBound=1, upBound=L, cat="Integer") for i in range(S)]
     z = pulp.LpVariable("z", lowBound=0)
-    bpp = _state_bytes_per_param(workload, zero, sc.owners)
     tau = []
-    for i, g in enumerate(order):
-        c = sc.costs[g]
-        t_i = c.layer_s * n[i] + 2.0 * sc.p2p_s + (c.emb_s if i == 0 else 0.0) + (c.out_s if i == S - 1 else 0.0)
+    for i in range(S):
+        t_i = lt.a_s[i] * n[i] + lt.b_s[i]
         tau.append(t_i)
         prob += z >= t_i
-        inflight = max(1, min(S - i, sc.micro_batches))
-        per_layer = c.layer_params * bpp + c.act_bytes_per_layer * inflight
-        fixed = c.transient_bytes + (c.emb_params * bpp if i == 0 else 0.0) \
-            + ((c.out_params * bpp + c.logits_bytes) if i == S - 1 else 0.0)
-        budget = ((1.0 - headroom) * c.capacity_bytes - FRAMEWORK_RESERVED_BYTES) / (1.0 + FRAGMENTATION_FRACTION)
-        prob += (per_layer / GiB) * n[i] <= (budget - fixed) / GiB
+        prob += (lt.mem_bytes[i] / GiB) * n[i] <= lt.room_bytes[i] / GiB
     prob += pulp.lpSum(n) == L
     prob += (sc.micro_batches - 1) * z + pulp.lpSum(tau)
     return prob, {"n": n, "z": z, "order": order}
