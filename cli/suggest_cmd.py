@@ -47,15 +47,17 @@ def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | Non
     wide (a footer names them)."""
     from parplan.cli.tables import Col, fmt_time, render, time_unit
 
-    df = ps.to_frame()
-    if max_rows is not None:
-        df = df.head(max_rows)
+    from types import SimpleNamespace
+
+    cols_ = ps.to_columns()  # columns, not a DataFrame: the table needs no pandas
+    n = len(cols_["rank"]) if max_rows is None else min(max_rows, len(cols_["rank"]))
+    plans = [SimpleNamespace(**{k: v[i] for k, v in cols_.items()}) for i in range(n)]
     s = ps.stats
-    title = (f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {len(df)} of {s.fitting:,} "
+    title = (f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {n} of {s.fitting:,} "
              f"fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
     # expert axes are shown when a plan uses them (MoE workloads)
-    experts = bool(len(df)) and bool((df["ep"] > 1).any() or (df["etp"] > 1).any())
-    scale, unit = time_unit(df["step_time_s"].tolist())
+    experts = any(r.ep > 1 or r.etp > 1 for r in plans)
+    scale, unit = time_unit([float(r.step_time_s) for r in plans])
     cols = [Col("#"), Col("tp"), Col("pp"), Col("cp"), Col("dp"), *([Col("ep"), Col("etp")] if experts else []),
             Col("mbs"), Col("vpp", keep=3), Col("zero"), Col("recomp", "left"), Col("sp", "left", keep=3),
             Col(f"step {unit}"), Col("tokens/s"), Col("MFU", keep=2), Col("mem GiB"), Col("equiv"),
@@ -64,7 +66,7 @@ def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | Non
     if ps.price_per_hour is not None:
         cols.append(Col("$/Mtok", keep=2))
     rows = []
-    for r in df.itertuples(index=False):
+    for r in plans:
         st = r.step_time_s
         comp = r.compute_gemm_s + r.compute_attention_s + r.compute_memory_bound_s
         comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s + r.ep_comm_exposed_s

@@ -29,7 +29,7 @@ Quantity = Union[str, Annotated[float, Field(allow_inf_nan=True)], int]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 class PeakFlopsEntry(_Strict):

@@ -195,12 +195,46 @@ _Loader.add_constructor("tag:yaml.org,2002:int", _construct_number("int"))
 _Loader.add_constructor("tag:yaml.org,2002:float", _construct_number("float"))
 
 
-def load_yaml_text(text: str, file: str) -> Any:
+if getattr(yaml, "__with_libyaml__", False):
+    class _PackageLoader(yaml.CSafeLoader):
+        """libyaml's parser and composer (C) with this module's constructors (marks, duplicate keys, merges): for
+        the package's own catalog files only — trusted, small and checked by the tests with the bounded loader
+        (``tests/hardware``: both loaders read every catalog file alike); the compose-time limits need the Python
+        composer, so user files always take ``_Loader``."""
+
+    _PackageLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+else:  # no libyaml: the bounded loader reads the catalogs too
+    _PackageLoader = None
+
+
+_CATALOG_DIR: list = []  # the folder of parplan.catalogs, once known
+
+
+def _package_catalog(path: Path) -> bool:
+    """True when ``path`` lies in the installed package's catalogs folder."""
+    if not _CATALOG_DIR:
+        import importlib.util
+
+        spec = importlib.util.find_spec("parplan.catalogs")
+        origin = spec.origin if spec is not None else None
+        _CATALOG_DIR.append(Path(origin).resolve().parent if origin else None)
+    root = _CATALOG_DIR[0]
+    if root is None:
+        return False
+    try:
+        return Path(path).resolve().is_relative_to(root)
+    except (OSError, ValueError):
+        return False
+
+
+def load_yaml_text(text: str, file: str, *, package: bool = False) -> Any:
+    """The YAML document of ``text`` (``file`` names it in errors); ``package``: a catalog file of the package
+    itself, read with libyaml (``_PackageLoader``) where available."""
     if len(text) > MAX_FILE_BYTES:
         raise SpecError(f"input of {len(text):,} characters: at most {MAX_FILE_BYTES // 2**20} MiB are read",
                         file=file)
     try:
-        loader = _Loader(text)
+        loader = _PackageLoader(text) if package and _PackageLoader is not None else _Loader(text)
         try:
             return loader.get_single_data()
         finally:
@@ -241,7 +275,7 @@ def read_text_file(path: str | Path, file: str | None = None, *, what: str = "a 
 
 
 def load_yaml_file(path: str | Path) -> Any:
-    return load_yaml_text(read_text_file(path), str(path))
+    return load_yaml_text(read_text_file(path), str(path), package=_package_catalog(Path(path)))
 
 
 # --- JSON (Hugging Face config.json) --------------------------------------------------------------------------

@@ -10,8 +10,12 @@ import io
 import json
 import math
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas only where a frame is built (CSV, JSON, to_frame): not for a table
+    import pandas as pd
 
 from parplan.models.plan import RECOMPUTE, V2_DEFAULTS
 from parplan.models.training import MEMORY_PARTS, TIME_PARTS, PlanArrays
@@ -84,12 +88,20 @@ def plan_strings(P: PlanArrays) -> list[str]:
     return [b + x for b, x in zip(base, extra)]
 
 
-def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int, n_devices: int,
-          price_per_hour: float | None = None, first_rank: int = 1, framework: str = "megatron-core",
-          provenance_class: str = "defaults", best_high_s: float | None = None,
-          equivalent: np.ndarray | None = None, goodput: dict | None = None) -> pd.DataFrame:
-    """The export table for the plans ``P`` (already in rank order) and their ``evaluate`` results ``res``;
-    ``goodput``: the reliability model's outputs for them (the goodput columns; NaN without)."""
+def frame(P: PlanArrays, res: dict, **kw) -> "pd.DataFrame":
+    """The export table (a DataFrame, columns ``EXPORT_COLUMNS``) of ``columns(P, res, **kw)``."""
+    import pandas as pd
+
+    return pd.DataFrame(columns(P, res, **kw), columns=list(EXPORT_COLUMNS))
+
+
+def columns(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int, n_devices: int,
+            price_per_hour: float | None = None, first_rank: int = 1, framework: str = "megatron-core",
+            provenance_class: str = "defaults", best_high_s: float | None = None,
+            equivalent: np.ndarray | None = None, goodput: dict | None = None) -> dict:
+    """The export columns (name → array or list, in ``EXPORT_COLUMNS`` order) for the plans ``P`` (already in rank
+    order) and their ``evaluate`` results ``res``; ``goodput``: the reliability model's outputs for them (the
+    goodput columns; NaN without)."""
     n = len(P)
     crit = np.array(["first", "middle", "last"], dtype=object)[np.asarray(res["critical_stage"], dtype=np.int64)]
     crit = np.where(P.pp == 1, "only", crit)
@@ -125,9 +137,7 @@ def frame(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: int
     cols.update(goodput_columns(goodput, n))
     for k in INT_COLUMNS:
         cols[k] = np.rint(np.asarray(cols[k], dtype=float)).astype(np.int64)
-    df = pd.DataFrame({k: np.asarray(cols[k]) if not isinstance(cols[k], list) else cols[k] for k in EXPORT_COLUMNS},
-                      columns=list(EXPORT_COLUMNS))
-    return df
+    return {k: np.asarray(cols[k]) if not isinstance(cols[k], list) else cols[k] for k in EXPORT_COLUMNS}
 
 
 def goodput_columns(goodput: dict | None, n: int) -> dict:
@@ -139,7 +149,7 @@ def goodput_columns(goodput: dict | None, n: int) -> dict:
     return out
 
 
-def to_csv(df: pd.DataFrame) -> str:
+def to_csv(df: "pd.DataFrame") -> str:
     """CSV text: integer columns as integers (``INT_COLUMNS`` present in ``df`` are rounded), floats ``%.6g``."""
     df = integer_columns(df)
     buf = io.StringIO()
@@ -147,7 +157,7 @@ def to_csv(df: pd.DataFrame) -> str:
     return buf.getvalue()
 
 
-def records(df: pd.DataFrame) -> list[dict]:
+def records(df: "pd.DataFrame") -> list[dict]:
     """JSON-ready rows (NaN → None, numpy scalars → Python)."""
     out = []
     for row in df.to_dict(orient="records"):
@@ -162,7 +172,7 @@ def records(df: pd.DataFrame) -> list[dict]:
     return out
 
 
-def integer_columns(df: pd.DataFrame) -> pd.DataFrame:
+def integer_columns(df: "pd.DataFrame") -> "pd.DataFrame":
     """``df`` with its byte-count and count columns (``INT_COLUMNS`` and any ``*_bytes``) as integers (where no
     value is missing)."""
     out = df
@@ -197,8 +207,10 @@ def _as_int(v):
     return v
 
 
-def estimate_frame(e, *, n_nodes: int, price_per_hour: float | None = None, rank: int = 1) -> pd.DataFrame:
+def estimate_frame(e, *, n_nodes: int, price_per_hour: float | None = None, rank: int = 1) -> "pd.DataFrame":
     """The one-row export table of an ``Estimate`` (the same columns, in the same order, as a search's)."""
+    import pandas as pd
+
     p = e.plan
     t, m = e.breakdown.time_s, e.breakdown.memory_bytes
     usd = (e.n_devices * float(price_per_hour) / 3600.0 / e.tokens_per_s * 1e6) if price_per_hour is not None \

@@ -4,10 +4,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
@@ -17,7 +19,7 @@ from parplan.planner import explain as _explain
 from parplan.planner.budget import (DEFAULT_SIZING_REACH, MAX_NODES, MAX_TOP, BudgetError, PlanBudget,  # noqa: F401
                                     check_number)
 from parplan.planner.export import envelope, records
-from parplan.planner.export import frame as _frame
+from parplan.planner.export import columns as _columns
 from parplan.planner.search import (OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, goodput_summary,
                                     plan_goodput, rank, run_search)
 from parplan.planner.sizing import (SizingResult, find_nodes, parse_duration, parse_tokens,
@@ -149,14 +151,23 @@ class PlanSet:
         return self._best
 
     # --- export --------------------------------------------------------------------------------------------
-    def to_frame(self) -> pd.DataFrame:
+    def to_columns(self) -> dict:
+        """The ranked plans as columns (name → array or list, ``parplan.planner.EXPORT_COLUMNS`` in order): the
+        table without pandas."""
+        return _columns(self.plans, self.results, workload=self.workload.name, cluster=self.cluster.name,
+                        n_nodes=self.cluster.group.nodes, n_devices=self.cluster.n_devices,
+                        price_per_hour=self.price_per_hour,
+                        framework=getattr(self.workload.training, "framework", "megatron-core"),
+                        provenance_class=self.evaluated.eff.provenance_class, equivalent=self.equivalent,
+                        goodput=self.goodput)
+
+    def to_frame(self) -> "pd.DataFrame":
         """The ranked plans, columns ``parplan.planner.EXPORT_COLUMNS``."""
-        return _frame(self.plans, self.results, workload=self.workload.name, cluster=self.cluster.name,
-                      n_nodes=self.cluster.group.nodes, n_devices=self.cluster.n_devices,
-                      price_per_hour=self.price_per_hour,
-                      framework=getattr(self.workload.training, "framework", "megatron-core"),
-                      provenance_class=self.evaluated.eff.provenance_class, equivalent=self.equivalent,
-                      goodput=self.goodput)
+        import pandas as pd
+
+        from parplan.planner.export import EXPORT_COLUMNS
+
+        return pd.DataFrame(self.to_columns(), columns=list(EXPORT_COLUMNS))
 
     def to_dict(self) -> dict:
         """The JSON envelope (docs/json_schema.md), kind ``suggest``: the ranked plans and the search."""

@@ -1,12 +1,16 @@
 """The model families: every module of ``parplan.workloads`` that defines a module-level ``FAMILY: FamilyInfo``.
 
-Discovery imports each module of the package once (``pkgutil.iter_modules`` + ``importlib``) and caches the result,
-so adding a family is adding a module; nothing here names one.
+Full discovery imports each module of the package once (``pkgutil.iter_modules`` + ``importlib``) and caches the
+result, so adding a family is adding a module; nothing here names one.  A lookup by name first reads an index of the
+modules' sources (``FAMILY = FamilyInfo(name="…"`` at the start of a line) and imports only the module that names
+the family — a transformer job does not import the task-graph, edge or replication families — and falls back to
+full discovery for anything the index does not settle (``tests/workloads``: the index equals full discovery).
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from functools import lru_cache
 
 from parplan.errors import SpecError, did_you_mean
@@ -32,6 +36,41 @@ def _families() -> dict[str, FamilyInfo]:
     return found
 
 
+_FAMILY_LINE = re.compile(r'^FAMILY\s*=\s*FamilyInfo\(\s*name\s*=\s*"([^"]+)"', re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, str]:
+    """Family name → module name, read from the package's sources without importing them ({} without sources)."""
+    from pathlib import Path
+
+    import parplan.workloads as pkg
+
+    out: dict[str, str] = {}
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.name in _SKIP or mod.name.startswith("_"):
+            continue
+        for folder in pkg.__path__:
+            src = Path(folder) / f"{mod.name}.py"
+            try:
+                text = src.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for name in _FAMILY_LINE.findall(text):
+                out.setdefault(name, f"{pkg.__name__}.{mod.name}")
+            break
+    return out
+
+
+def _indexed(name: str) -> FamilyInfo | None:
+    """The family ``name`` through the source index: only its module is imported (None: not settled here)."""
+    modname = _index().get(name)
+    if modname is None:
+        return None
+    info = getattr(importlib.import_module(modname), "FAMILY", None)
+    return info if isinstance(info, FamilyInfo) and info.name == name else None
+
+
 def family_names() -> list[str]:
     """Every registered family name, sorted."""
     return sorted(_families())
@@ -46,6 +85,10 @@ def _suggestion(name: str, names: list[str]) -> str | None:
 
 def family_info(name: object, *, file: str | None = None, key: str = "architecture.family") -> FamilyInfo:
     """The family called ``name``; an unknown name is a :class:`SpecError` listing the families."""
+    if isinstance(name, str):
+        info = _indexed(name)
+        if info is not None:
+            return info
     fams = _families()
     if isinstance(name, str) and name in fams:
         return fams[name]
@@ -59,7 +102,12 @@ def family_info(name: object, *, file: str | None = None, key: str = "architectu
 def family_of(spec: object) -> FamilyInfo:
     """The family of a spec object: the family whose spec_type is the most derived class of ``spec``'s type
     (an MoESpec is a TransformerSpec too, but resolves to the MoE family)."""
-    mro = type(spec).__mro__
+    cls = type(spec)
+    own = getattr(importlib.import_module(cls.__module__), "FAMILY", None) if cls.__module__.startswith(
+        "parplan.workloads.") else None
+    if isinstance(own, FamilyInfo) and own.spec_type is cls:  # the type's own module names it: the most derived
+        return own
+    mro = cls.__mro__
     best: tuple[int, FamilyInfo] | None = None
     for info in _families().values():
         if info.spec_type in mro:

@@ -96,7 +96,7 @@ class TransformerSpec:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 # Largest accepted architecture and training sizes (YAML schemas, Hugging Face configs, CLI overrides).  Each is

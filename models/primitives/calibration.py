@@ -21,7 +21,7 @@ PROVENANCE_CLASSES = ("calibrated", "derived", "defaults")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=False)
+    model_config = ConfigDict(extra="forbid", strict=False, defer_build=True)
 
 
 class TileEntry(_Strict):
