@@ -7,7 +7,7 @@ A family lives in one module of ``parplan.workloads`` that defines a module-leve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 
 @dataclass(frozen=True)
@@ -30,3 +30,6 @@ class FamilyInfo:
     # estimate/suggest/check/simulate/validate(model, hw, **opts) that print like the other verbs ("" = the shared
     # transformer verbs); workload files of such a family carry a top-level ``family:`` key (registry.verbs_for)
     verbs: str = ""  # e.g. "parplan.cli.tasks_out"
+    # such a family's workload loader: load(ref) -> spec_type, ref a path or a mapping (None: transformer families,
+    # read through workloads.loader.load_workload)
+    load: Optional[Callable] = None

@@ -320,4 +320,5 @@ FAMILY = FamilyInfo(
     space="parplan.planner.spaces.taskgraph",
     executor="parplan.executor.worksteal",
     verbs="parplan.cli.tasks_out",
+    load=load_taskgraph,
 )

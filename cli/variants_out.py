@@ -1,0 +1,158 @@
+"""Verb handlers of the process-network family (``FamilyInfo.verbs``): ``estimate`` (one variant), ``suggest`` (the
+feasible Pareto set, or a ranking by one objective), ``check`` (constraints), ``simulate`` and ``validate`` (the
+engine's play of a variant), printed as tables, JSON or CSV.  ``--hw`` names a platform (catalogs/platforms or a
+file); ``--min-tokens-per-s`` reads as items per second and ``--max-step-time-s`` as the latency bound.
+"""
+from __future__ import annotations
+
+import io
+
+import typer
+
+from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
+from parplan.cli.family_verbs import unread
+from parplan.errors import SpecError
+
+FAMILY = "process-network"
+
+
+def _fmt(fmt) -> str:
+    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
+
+
+def _csv(rows: list[dict]) -> str:
+    import pandas as pd
+
+    buf = io.StringIO()
+    flat = [{k: (",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v) for k, v in r.items()}
+            for r in rows]
+    pd.DataFrame(flat).to_csv(buf, index=False, float_format="%.6g")
+    return buf.getvalue()
+
+
+def _cores(c: dict) -> str:
+    return " ".join(f"{k}:{v}" for k, v in c.items())
+
+
+def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
+    from parplan.variants import estimate as api
+
+    r = api(model, hw, plan)
+    f = _fmt(fmt)
+    if f == "json":
+        emit(to_json({"schema_version": "1", "kind": "variant-estimate", **r}), output, "1 variant as JSON")
+    elif f == "csv":
+        emit(_csv([{k: v for k, v in r.items() if k not in ("checks", "stage_time_s")}]), output, "1 variant as CSV")
+    else:
+        lines = [f"{r['workload']} on {r['platform']}: {r['plan']}",
+                 f"  throughput {r['throughput_per_s']:.4g} items/s, latency {human_s(r['latency_s'])}, energy "
+                 f"{r['energy_per_item_j']:.4g} J/item (active {r['active_energy_j']:.4g} + idle "
+                 f"{r['idle_energy_j']:.4g}), quality {r['quality']:.4g}, memory {r['memory_bytes'] / 1e6:.0f} MB, "
+                 f"cores {_cores(r['cores'])}",
+                 "  stages: " + ", ".join(f"{k} {human_s(v)}" for k, v in r["stage_time_s"].items()),
+                 "  constraints: " + ", ".join(f"{k} {'ok' if v else 'VIOLATED'}" for k, v in r["checks"].items())]
+        emit("\n".join(lines), output, "1 variant")
+
+
+def _fix_map(fix) -> dict:
+    out = {}
+    for item in fix or []:
+        if "=" not in item:
+            raise SpecError(f"bad --fix {item!r}: write STAGE=ALTERNATIVE", key="--fix")
+        k, v = (x.strip() for x in item.split("=", 1))
+        out[k] = v
+    return out
+
+
+def render(vs, width=None) -> str:
+    from parplan.cli.tables import Col, render as rtable
+
+    cols = [Col("#"), Col("variant", "left", wrap=True), Col("items/s"), Col("latency"), Col("J/item"),
+            Col("quality"), Col("MB", keep=4), Col("cores", "left", keep=3), Col("pareto", keep=5)]
+    rows = [[str(r["rank"]), r["plan"], f"{r['throughput_per_s']:.4g}", human_s(r["latency_s"]),
+             f"{r['energy_per_item_j']:.4g}", f"{r['quality']:.4g}", f"{r['memory_bytes'] / 1e6:.0f}",
+             _cores(r["cores"]), "yes" if r["pareto"] else ""] for r in vs.rows]
+    rej = ", ".join(f"{k} {v:,}" for k, v in vs.rejected.items() if v)
+    title = (f"{vs.workload} on {vs.platform}: {vs.n_variants:,} variants, {vs.n_feasible:,} feasible, Pareto set "
+             f"{vs.pareto_size} — {'the Pareto set' if vs.objective == 'pareto' else 'by ' + vs.objective}")
+    return rtable(cols, rows, title=title, width=width,
+                  notes=lambda dropped: [f"rejected (first violated): {rej or 'none'}"])
+
+
+def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
+    from parplan.variants import suggest as api
+
+    vs = api(model, hw, objective=objective or "pareto", fix=_fix_map(fix), top=top)
+    f = _fmt(fmt)
+    what = f"{len(vs.rows)} variants"
+    if f == "json":
+        emit(to_json({"schema_version": "1", "kind": "variant-suggest", **vs.to_dict()}), output, what + " as JSON")
+    elif f == "csv":
+        emit(_csv(vs.rows), output, what + " as CSV")
+    else:
+        emit(render(vs, width=table_width(output)), output, what + " as a table")
+
+
+def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
+          **extra) -> None:
+    """PASS when the variant (or the fastest feasible one) meets the workload's constraints and the given bounds."""
+    unread(extra, FAMILY)
+    from parplan.variants import estimate as api, suggest as api_suggest
+
+    if plan is None:
+        try:
+            plan = api_suggest(model, hw, objective="throughput", top=1).rows[0]["plan"]
+        except SpecError as err:
+            if err.key != "constraints":
+                raise
+            emit(f"FAIL  {err.message}", output, "check")
+            raise typer.Exit(EXIT_CHECK_FAILED) from None
+    r = api(model, hw, plan)
+    res = [(k, v) for k, v in r["checks"].items()]
+    if max_time_s is not None:
+        res.append(("latency ≤ --max-step-time-s", r["latency_s"] <= max_time_s))
+    if min_throughput is not None:
+        res.append(("throughput ≥ --min-tokens-per-s", r["throughput_per_s"] >= min_throughput))
+    ok = all(v for _, v in res)
+    if _fmt(fmt) == "json":
+        emit(to_json({"ok": ok, "plan": r["plan"], "requirements": [{"metric": k, "ok": v} for k, v in res]}),
+             output, "check as JSON")
+    else:
+        emit("\n".join([f"{'PASS' if ok else 'FAIL'}  {r['workload']} on {r['platform']}: {r['plan']}"]
+                       + [f"  {'ok  ' if v else 'FAIL'} {k}" for k, v in res]), output, "check")
+    if not ok:
+        raise typer.Exit(EXIT_CHECK_FAILED)
+
+
+def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
+    from parplan.variants import simulate as api
+
+    p = api(model, hw, plan)
+    if _fmt(fmt) == "json":
+        emit(to_json({"kind": "variant-simulate", **p}), output, "1 simulation as JSON")
+    else:
+        q = p["predicted"]
+        emit("\n".join(f"{k}: engine {p[k]:.6g}, closed form {q[k]:.6g} ({100 * (q[k] / p[k] - 1):+.2f} %)"
+                       for k in q), output, "1 simulation")
+
+
+def validate(model, hw, *, plan=None, top=None, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
+    unread(extra, FAMILY)
+    from parplan.executor.process_network import agreement
+
+    rows = agreement(model, hw, plans=list(plan) if plan else None, top=top or 4)
+    bad = [r for r in rows if abs(r["error"]) > tolerance]
+    if _fmt(fmt) == "json":
+        emit(to_json({"kind": "variant-validate", "tolerance": tolerance, "cases": rows}), output, "validation as JSON")
+    elif _fmt(fmt) == "csv":
+        emit(_csv(rows), output, "validation as CSV")
+    else:
+        lines = [f"{r['plan']}  {r['metric']}: engine {r['simulated']:.6g}, closed form {r['predicted']:.6g} "
+                 f"({100 * r['error']:+.2f} %)" for r in rows]
+        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
+        emit("\n".join(lines), output, "validation")
+    if bad:
+        raise typer.Exit(EXIT_CHECK_FAILED)
