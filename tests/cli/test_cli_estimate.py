@@ -150,28 +150,44 @@ def test_catalog_list_and_show():
     assert r.stderr.startswith("error: unknown catalog id 'h100-sxm-81gb'; did you mean 'h100-sxm-80gb'")
 
 
+def _hardware_loader(kind: str):
+    """The loader of a hardware file by its ``kind:`` (each family's hardware layer), or None for a GPU/TPU device."""
+    import importlib
+
+    table = {"cpu-socket": "cpu:load_cpu_machine", "cpu-cluster": "cpu:load_cpu_machine",
+             "dsp": "dsp:load_dsp", "spatial": "dsp:load_dsp", "edge-cluster": "edge:load_edge_cluster",
+             "offload-node": "offload:load_offload_node", "embedded-platform": "platform:load_platform"}
+    if kind not in table:
+        return None
+    mod, fn = table[kind].split(":")
+    return getattr(importlib.import_module(f"parplan.hardware.{mod}"), fn)
+
+
 def test_every_example_file_loads(root):
+    """Every file in examples/ loads with the loader of what it is: a cluster, a serving job, a family workload
+    (top-level ``family:``, through ``FamilyInfo.load``), a hardware file of a family (``kind:``), a custom device,
+    or a transformer workload."""
     from parplan.hardware import load_cluster
     from parplan.hardware.catalog import check_entry_file
+    from parplan.spec import load_yaml_file
     from parplan.workloads import load_workload
+    from parplan.workloads.registry import family_info
 
     for f in sorted((root / "examples").glob("*.yaml")):
-        text = f.read_text()
-        if "groups:" in text:
+        data = load_yaml_file(f)
+        if "groups" in data:
             assert load_cluster(f).n_devices > 0
         elif f.name.startswith("serve-"):  # a serving job (examples/serve-chat.yaml): request mix and SLOs
             from parplan.workloads.serving import load_serving
 
             assert load_serving(f).isl.mean > 0
-        elif "family: task-graph" in text:  # a task-graph workload (examples/stencil.yaml)
-            from parplan.workloads.taskgraph import load_taskgraph
-
-            assert load_taskgraph(f).summary().tasks.min() >= 1
-        elif "kind: cpu-" in text:  # a CPU machine (examples/epyc-2s.yaml)
-            from parplan.hardware.cpu import load_cpu_machine
-
-            assert load_cpu_machine(f).cores_per_node > 0
-        elif "peak_flops:" in text:  # a custom device (examples/h100-nvl.yaml), as `parplan catalog add` checks it
+        elif "family" in data:  # a family's own workload file (examples/stencil.yaml, vit-edge.yaml, …)
+            info = family_info(data["family"], key="family")
+            assert info.load is not None, f"{info.name}: FamilyInfo.load is not set"
+            assert isinstance(info.load(f), info.spec_type), f
+        elif _hardware_loader(str(data.get("kind"))) is not None:  # a CPU machine, DSP, edge cluster, …
+            assert _hardware_loader(data["kind"])(f) is not None, f
+        elif "peak_flops" in data:  # a custom device (examples/h100-nvl.yaml), as `parplan catalog add` checks it
             check_entry_file("device", f, f.stem)
         else:
             assert load_workload(f).model.total_params > 0
