@@ -155,21 +155,47 @@ def _chain_candidates(spec, cluster, objective: str) -> tuple[list, int, list]:
         cands.append(e)
     except SpecError as err:
         notes.append(f"pipeline DP: {err}")
+    edge_groups = [g for g in cluster.groups if cluster.devices[g[1]].kind == "edge"]
+    if cluster.servers() and edge_groups:  # the same DP on the edge boards alone: the plan without a server
+        sub, slots = _subcluster(cluster, edge_groups)
+        try:
+            stages, _, states = pipeedge_dp(spec, sub)
+            cands.append(M.chain_estimate(spec, cluster, [(slots[s], lo, hi) for s, lo, hi in stages],
+                                          technique="pipeline"))
+            n_cfg += states
+        except SpecError as err:
+            notes.append(f"pipeline DP on the edge boards alone: {err}")
     src = M.source_slot(spec, cluster)
-    edge_slots = [src] if src is not None else [g[1] for g in cluster.groups if cluster.devices[g[1]].kind == "edge"]
+    edge_slots = [src] if src is not None else [g[1] for g in edge_groups]
     for edge in edge_slots:
         for srv in cluster.servers():
             sweep = M.neurosurgeon_sweep(spec, cluster, edge, srv)
             n_cfg += L + 1
             key = "energy_j" if objective == "energy" else "total_s"
-            k = int(np.argmin(sweep[key]))
-            cands.append(M.chain_estimate(spec, cluster, M.split_stages(spec, cluster, edge, k, srv),
-                                          technique="split"))
+            for k in np.argsort(sweep[key], kind="stable")[:SPLITS_SHOWN]:  # the best split points, not one
+                cands.append(M.chain_estimate(spec, cluster, M.split_stages(spec, cluster, edge, int(k), srv),
+                                              technique="split"))
     for name, first, _ in cluster.groups:  # every device type alone
         cands.append(M.chain_estimate(spec, cluster, [(src if src is not None and cluster.group_of(src) == name
                                                        else first, 0, L)], technique="single"))
         n_cfg += 1
     return cands, n_cfg, notes
+
+
+SPLITS_SHOWN = 5  # Neurosurgeon split points kept per (edge board, server) pair, best first
+
+
+def _subcluster(cluster, keep: list) -> tuple:
+    """The cluster restricted to the groups ``keep`` and, per slot of it, the slot of the full cluster."""
+    from dataclasses import replace
+
+    slots, groups = [], []
+    for name, first, count in keep:
+        groups.append((name, len(slots), count))
+        slots.extend(range(first, first + count))
+    sub = replace(cluster, name=f"{cluster.name}[edge]", devices=tuple(cluster.devices[s] for s in slots),
+                  ids=tuple(cluster.ids[s] for s in slots), groups=tuple(groups))
+    return sub, slots
 
 
 def _key(objective: str):

@@ -185,3 +185,17 @@ def test_bad_inputs_are_spec_errors(tmp_path):
     with pytest.raises(SpecError, match="rtt"):
         cluster_from_dict({"name": "c", "kind": "edge-cluster", "source": "test cluster", "devices": [
             {"device": "raspberry-pi-5", "network": {"bandwidth": "1 Mb/s", "rtt": "1 h"}}]})
+
+
+def test_vit_on_four_boards_and_a_server_lists_the_edge_pipeline_and_splits(root):
+    """The issue's done-when: a ViT planned across 4 edge boards + a server — the DP's best, the same DP on the
+    boards alone (a 4-stage pipeline), and the best Neurosurgeon split points, each with its breakdown."""
+    from parplan.layerchain import suggest
+
+    ps = suggest(root / "examples/vit-edge.yaml", "edge-4pi-server", top=0)
+    techniques = [e.technique for e in ps.rows]
+    assert techniques.count("split") >= 3 and "single" in techniques
+    boards = [e for e in ps.rows if e.technique == "pipeline" and "server" not in e.plan]
+    assert boards and boards[0].plan.count("pi-") == 4
+    for e in ps.rows:
+        assert e.total_s == pytest.approx(sum(e.parts.values()), rel=1e-9)
