@@ -196,7 +196,9 @@ def human_s(x: float) -> str:
         return f"{x:.3f} s"
     if x >= 1e-3:
         return f"{x * 1e3:.2f} ms"
-    return f"{x * 1e6:.1f} µs"
+    if x >= 1e-6 or x == 0.0:
+        return f"{x * 1e6:.1f} µs"
+    return f"{x * 1e9:.1f} ns"  # DSP kernels, per-task overheads: 48 ns is not "0.0 µs"
 
 
 # --- usage errors (typer / click) -----------------------------------------------------------------------------
