@@ -7,7 +7,8 @@ A workload file::
     name: stencil-gs-4096
     kernel: {name: stencil, n: 4096, iterations: 200, point_s: 2.0e-9, variant: gauss-seidel}
     grain: [32, 64, 128, 256, 512]       # the knob the planner sweeps: block size (stencil), cutoff (fib, sort),
-                                         # depth (nqueens), blocks per side (sparselu), tau (bfs)
+                                         # depth (nqueens), blocks per side (sparselu), tau (bfs),
+                                         # vertices inserted per round (tmfg)
     mpi: {face_bytes: 32768, dims: 2, allreduces_per_iteration: 0}   # optional: halo exchange per iteration
 
 or ``dag: {work_s, span_s, tasks, deps_per_task, bytes_per_task, iterations, rounds, depth, producer}`` instead of
@@ -30,8 +31,9 @@ from parplan.errors import SpecError, short
 from parplan.spec import Name, validate
 from parplan.workloads.family import FamilyInfo
 
-KERNELS = ("fib", "nqueens", "sort", "stencil", "sparselu", "bfs")
+KERNELS = ("fib", "nqueens", "sort", "stencil", "sparselu", "bfs", "tmfg")
 MAX_GRAINS = 64
+VARIANTS = {"stencil": ("gauss-seidel", "jacobi"), "tmfg": ("exact", "approx")}
 
 
 class _Strict(BaseModel):
@@ -39,11 +41,13 @@ class _Strict(BaseModel):
 
 
 class KernelEntry(_Strict):
-    name: Literal["fib", "nqueens", "sort", "stencil", "sparselu", "bfs"]
+    name: Literal["fib", "nqueens", "sort", "stencil", "sparselu", "bfs", "tmfg"]
     n: int = Field(gt=0, le=1 << 40)  # fib argument, board size, elements, grid side, matrix blocks side, vertices
+    # (bfs; tmfg: data points, i.e. rows of the correlation matrix)
     iterations: int = Field(default=1, ge=1, le=10**7)
     unit_s: Optional[float] = Field(default=None, gt=0, le=1.0, strict=False)  # seconds per call/node/element/point/flop/edge
-    variant: Optional[Literal["gauss-seidel", "jacobi"]] = None  # stencil only
+    variant: Optional[Literal["gauss-seidel", "jacobi", "exact", "approx"]] = None  # stencil: gauss-seidel | jacobi;
+    # tmfg: exact | approx all-pairs shortest paths in DBHT
     block: Optional[int] = Field(default=None, gt=0, le=1 << 20)  # sparselu: block size (elements per side)
     edges: Optional[int] = Field(default=None, gt=0, le=1 << 42)  # bfs: edges
     diameter: Optional[int] = Field(default=None, gt=0, le=1 << 30)  # bfs: rounds of a frontier algorithm
@@ -85,9 +89,11 @@ DEFAULT_UNIT_S = {"fib": 2.0e-9,  # one fib call ~6 cycles (benchmarks/omp/fib.c
                   "sort": 3.0e-9,  # one element per merge level ~9 cycles (assumed)
                   "stencil": 2.0e-9,  # one 5-point update ~6 cycles, in cache (assumed)
                   "sparselu": 2.5e-11,  # one FP64 flop of a block GEMM-like update at ~40 GFLOP/s per core (assumed)
-                  "bfs": 5.0e-9}  # one edge visit (assumed)
+                  "bfs": 5.0e-9,  # one edge visit (assumed)
+                  "tmfg": 1.0e-9}  # one correlation-entry gain update / one edge relaxation (~3 cycles, assumed)
 DEFAULT_GRAINS = {"fib": [10, 14, 18, 22, 26], "nqueens": [1, 2, 3, 4], "sort": [256, 2048, 16384, 131072],
-                  "stencil": [32, 64, 128, 256, 512], "sparselu": [8, 16, 32, 64], "bfs": [1, 64, 512, 4096]}
+                  "stencil": [32, 64, 128, 256, 512], "sparselu": [8, 16, 32, 64], "bfs": [1, 64, 512, 4096],
+                  "tmfg": [1, 10, 100, 1000]}
 
 
 @dataclass(frozen=True)
@@ -251,6 +257,31 @@ def _bfs(k: KernelEntry, unit: float, taus: list[int]) -> tuple:
     return rows, "recursive"
 
 
+def _tmfg(k: KernelEntry, unit: float, prefixes: list[int]) -> tuple:
+    """TMFG construction + DBHT's all-pairs shortest paths (S17, SEEDS.md (b)); the knob is the prefix: vertices
+    inserted per round (1 = the one-vertex-per-round original; the aggregated algorithm inserts many)."""
+    n = k.n
+    if n < 8 or n > 1_000_000:
+        raise SpecError(f"tmfg n = {n}: 8..1,000,000 data points", key="kernel.n")
+    exact = (k.variant or "exact") == "exact"
+    lg = math.log2(n)
+    # DBHT APSP on the planar TMFG (3n − 6 edges): a Dijkstra per source, n·(n + 3n)·log2 n relaxations (exact);
+    # the approximate variant is taken as hop-count BFS (no heap: the log factor saved; assumed — the paper's
+    # approximation scheme was not read)
+    apsp = n * 4.0 * n * (lg if exact else 1.0) * unit
+    rows = []
+    for g in prefixes:
+        kk = max(1, min(g, n - 4))
+        rounds = math.ceil((n - 4) / kk)
+        tmfg = 3.0 * n * n * unit  # each inserted vertex makes 3 faces whose best-gain scan reads n entries (derived)
+        tasks = 3.0 * (n - 4) + n  # one task per new face scan, one per APSP source
+        span = rounds * n * unit + 4.0 * n * (lg if exact else 1.0) * unit  # a face scan per round, then one source
+        depth = rounds * math.log2(max(2.0, 3.0 * kk)) + lg  # a fork-join over 3k face scans per round, then APSP
+        bytes_ = 24.0 * n * n + 8.0 * n * n  # the face scans read n doubles each; APSP writes the n × n distances
+        rows.append((kk, tmfg + apsp, span, tasks, 0.0, bytes_, depth, rounds + 1))
+    return rows, "recursive"
+
+
 def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     unit = k.unit_s or DEFAULT_UNIT_S[k.name]
     if k.name == "fib":
@@ -265,8 +296,10 @@ def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
         rows, prod = _stencil(k, unit, grains)
     elif k.name == "sparselu":
         rows, prod = _sparselu(k, unit, grains)
-    else:
+    elif k.name == "bfs":
         rows, prod = _bfs(k, unit, grains)
+    else:
+        rows, prod = _tmfg(k, unit, grains)
     a = np.array(rows, dtype=float).T
     return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod)
 
@@ -279,8 +312,9 @@ def spec_from_dict(data: Any, file: str | None = None) -> TaskGraphSpec:
         raise SpecError("a dag summary has one grain: grain applies to kernel generators", file=file, key="grain")
     if e.kernel is not None:
         k = e.kernel
-        if k.variant is not None and k.name != "stencil":
-            raise SpecError(f"variant applies to the stencil kernel, not {k.name}", file=file, key="kernel.variant")
+        if k.variant is not None and k.variant not in VARIANTS.get(k.name, ()):
+            raise SpecError(f"variant {k.variant!r} does not apply to the {k.name} kernel", file=file,
+                            key="kernel.variant", allowed=[f"{n}: {v}" for n, vs in VARIANTS.items() for v in vs])
         for key in ("block", "edges", "diameter"):
             allowed = {"block": "sparselu", "edges": "bfs", "diameter": "bfs"}[key]
             if getattr(k, key) is not None and k.name != allowed:
@@ -312,7 +346,7 @@ def _build(entry, name, source, file, prefix):  # the registry's transformer-sty
 FAMILY = FamilyInfo(
     name="task-graph",
     summary="task-parallel programs on NUMA CPU sockets: DAG summaries or generated kernels (fib, nqueens, sort, "
-            "stencil, sparselu, bfs), runtimes libgomp/libomp/nanos6/XQueue/taskgraph/taskiter/low-sync WS",
+            "stencil, sparselu, bfs, tmfg), runtimes libgomp/libomp/nanos6/XQueue/taskgraph/taskiter/low-sync WS",
     spec_type=TaskGraphSpec,
     architecture_schema=TaskGraphFile,
     build_spec=_build,
