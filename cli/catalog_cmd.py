@@ -32,6 +32,16 @@ class Section(str, Enum):
     workloads = "workloads"
     clusters = "clusters"
     frameworks = "frameworks"
+    # the families' own hardware kinds (cli/catalog_families.py)
+    cpus = "cpus"
+    cpu_clusters = "cpu-clusters"
+    dsps = "dsps"
+    edge = "edge"
+    networks = "networks"
+    edge_clusters = "edge-clusters"
+    platforms = "platforms"
+    offload_nodes = "offload-nodes"
+    layerchains = "layerchains"
 
 
 def _list(section: Section) -> str:
@@ -40,6 +50,10 @@ def _list(section: Section) -> str:
     from parplan.cli.tables import Col, build, console
     # each section imports only its own loader (hardware: no numpy, no workload models)
 
+    from parplan.cli.catalog_families import SECTIONS as FAMILY_SECTIONS, list_section
+
+    if section.value in FAMILY_SECTIONS:
+        return list_section(section.value)
     rows = _Rows(section)
     if section == Section.hardware:
         from parplan.hardware.catalog import device_ids, get_device
@@ -271,7 +285,9 @@ def register(app: typer.Typer) -> None:
     @cat.command("list")
     @handle_errors
     def list_cmd(section: Section = typer.Argument(Section.hardware,
-                                                   help="hardware | links | workloads | clusters | frameworks"),
+                                                   help="hardware | links | workloads | clusters | frameworks; the families' hardware: "
+                                                        "cpus | cpu-clusters | dsps | edge | networks | "
+                                                        "edge-clusters | platforms | offload-nodes | layerchains"),
                  debug: bool = typer.Option(False, "--debug")) -> None:
         """List the ids of one catalog section with their key figures."""
         emit(_list(section), None)

@@ -64,3 +64,17 @@ def test_catalog_list_fits_the_terminal_and_keeps_every_id(section, width, monke
     ids = {"hardware": device_ids, "links": link_ids, "clusters": cluster_ids}.get(section)
     for ident in (ids() if ids else []):
         assert ident in r.stdout
+
+
+@pytest.mark.parametrize("section,expect", [("dsps", "c6678"), ("edge", "raspberry-pi-5"), ("networks", "wifi6"),
+                                            ("edge-clusters", "edge-4pi-server"), ("cpus", "epyc-9654"),
+                                            ("cpu-clusters", "smr-3x-16c-10gbe"), ("platforms", "odroid-xu4"),
+                                            ("offload-nodes", "caf-k40-phi"), ("layerchains", "pipeedge-vit-base")])
+def test_family_hardware_sections_list_their_ids(section, expect):
+    from typer.testing import CliRunner
+
+    from parplan.cli.app import app
+
+    r = CliRunner().invoke(app, ["catalog", "list", section])
+    assert r.exit_code == 0, r.output
+    assert expect in r.output and "Traceback" not in r.output
