@@ -57,8 +57,10 @@ def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | Non
              f"fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
     # expert axes are shown when a plan uses them (MoE workloads)
     experts = any(r.ep > 1 or r.etp > 1 for r in plans)
+    layouts = any(r.cp_kind != "ring" for r in plans)  # a context-parallel layout other than the ring
     scale, unit = time_unit([float(r.step_time_s) for r in plans])
-    cols = [Col("#"), Col("tp"), Col("pp"), Col("cp"), Col("dp"), *([Col("ep"), Col("etp")] if experts else []),
+    cols = [Col("#"), Col("tp"), Col("pp"), Col("cp"), *([Col("cp layout", "left", keep=4)] if layouts else []),
+            Col("dp"), *([Col("ep"), Col("etp")] if experts else []),
             Col("mbs"), Col("vpp", keep=3), Col("zero"), Col("recomp", "left"), Col("sp", "left", keep=3),
             Col(f"step {unit}"), Col("tokens/s"), Col("MFU", keep=2), Col("mem GiB"), Col("equiv"),
             Col("comp", keep=6), Col("rcmp", keep=8), Col("comm", keep=5), Col("bubl", keep=7),
@@ -70,7 +72,8 @@ def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | Non
         st = r.step_time_s
         comp = r.compute_gemm_s + r.compute_attention_s + r.compute_memory_bound_s
         comm = r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.pp_p2p_s + r.dp_comm_exposed_s + r.ep_comm_exposed_s
-        row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), str(r.dp),
+        row = [str(r.rank), str(r.tp), str(r.pp), str(r.cp), *([r.cp_kind if r.cp > 1 else ""] if layouts else []),
+               str(r.dp),
                *([str(r.ep), str(r.etp)] if experts else []), str(r.mbs), str(r.vpp), str(r.zero),
                r.recompute, "y" if r.sp else "n", fmt_time(st, scale), f"{r.tokens_per_s:,.0f}", f"{100 * r.mfu:.1f}%",
                f"{r.memory_peak_bytes / GiB:.1f}", f"{r.equivalent_plans:,}", f"{100 * comp / st:.0f}%",

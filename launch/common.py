@@ -147,7 +147,7 @@ def make_job(to: str, workload: Workload, cluster: Cluster, plan: Plan) -> Job:
 # the context-parallel layouts each export writes (models/plan.py CP_KINDS): Megatron-Core's --cp-comm-type p2p is
 # the ring, a2a is Ulysses (arguments.py, docs/source/api-guide/context_parallel.rst); the other targets' CP is the
 # ring only (torchtitan: ring attention with a rotate method; NeMo/MaxText: as written by these exporters)
-CP_KINDS_WRITTEN = {"megatron": ("ring", "ulysses")}
+CP_KINDS_WRITTEN = {"megatron": ("ring", "ulysses"), "deepspeed": ("ulysses",)}
 
 
 def check_cp_kind(to: str, plan: Plan) -> None:

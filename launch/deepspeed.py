@@ -17,12 +17,14 @@ from parplan.launch.megatron import Flags, header, render_flags
 
 def check(job: Job) -> None:
     p = job.plan
-    if p.cp > 1:
-        # the cost model prices cp as ring attention (context parallelism); DeepSpeed's sequence parallelism is
-        # Ulysses: an all-to-all over attention heads (docs/_tutorials/ulysses-alst-sequence-parallelism.md) —
-        # another layout with other traffic, so a cp plan would not launch what was priced (deepspeed.yaml notes)
-        raise refuse(job.to, f"cp={p.cp}", "DeepSpeed has no ring context parallelism; its Ulysses sequence "
-                     "parallelism (all-to-all over heads) is not the layout parplan priced", "cp=1")
+    if p.cp > 1 and p.cp_kind != "ulysses":
+        # DeepSpeed's sequence parallelism is Ulysses, an all-to-all over attention heads (docs/_tutorials/
+        # ds-sequence.md): a ring (or other) layout would not launch what was priced
+        raise refuse(job.to, f"cp_kind={p.cp_kind}", "DeepSpeed's sequence parallelism is Ulysses (all-to-all over "
+                     "heads), not this context-parallel layout", "cp_kind=ulysses")
+    if p.cp > 1 and (p.tp > 1 or p.pp > 1):
+        raise refuse(job.to, f"cp={p.cp}", f"DeepSpeed-Ulysses is incompatible with Megatron-LM's tensor or pipeline "
+                     f"parallelism (docs/_tutorials/ds-sequence.md; tp={p.tp}, pp={p.pp})", "cp=1, or tp=1 and pp=1")
     if job.precision not in ("bf16", "fp16", "fp32"):
         raise refuse(job.to, f"precision={job.precision}", "DeepSpeed has no FP8/FP4 recipe of its own "
                      "(deepspeed.yaml fp8.recipes is empty; config-json.md has bf16 and fp16)",
@@ -69,6 +71,8 @@ def mds_flags(job: Job) -> Flags:
     if not m.bias:
         f.append(("--disable-bias-linear", None))
     f += [("--tensor-model-parallel-size", p.tp)]
+    if p.cp > 1:  # DeepSpeed-Ulysses: --ds-sequence-parallel-size (docs/_tutorials/ds-sequence.md)
+        f.append(("--ds-sequence-parallel-size", p.cp))
     f += [("--pipeline-model-parallel-size", p.pp)] if p.pp > 1 else [("--no-pipeline-parallel", None)]
     if job.is_moe:
         # mixture-of-experts-nlg.md: --num-experts, --moe-expert-parallel-size; --topk (Megatron-DeepSpeed arguments.py)

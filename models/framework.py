@@ -26,7 +26,7 @@ from parplan.catalogs import entries
 from parplan.errors import SpecError, did_you_mean
 from parplan.models.framework_schema import (BOOL_KEYS, FP8_RECIPES, PLAN_DEFAULTS,  # noqa: F401 (re-exported)
                                             FrameworkFile, _condition)
-from parplan.models.plan import RECOMPUTE
+from parplan.models.plan import CP_KINDS, RECOMPUTE, RESEARCH_CP_KINDS
 from parplan.spec import load_yaml_file, validate
 
 DEFAULT_FRAMEWORK = "megatron-core"
@@ -103,6 +103,7 @@ class FrameworkProfile:
     moe_dispatch_fp8: bool = False  # the dispatch all-to-all carries fp8 tokens
     fp8_output_layer: bool = False  # the LM head's GEMMs run in the fp8/MX recipe (else 16-bit)
     selective_recompute: str = "attention-core"  # attention-core | op-sac: what recompute=selective replays
+    cp_kinds: tuple[str, ...] = ("ring",)  # context-parallel layouts it launches; the first is its default
 
     def fp8_cast_bytes(self, recipe: Optional[str] = None) -> float:
         """Extra HBM bytes per GEMM input element for the casts of ``recipe`` (default: the framework's)."""
@@ -178,6 +179,10 @@ class FrameworkProfile:
         out += self._split_checks(P, workload)
         for rule in self.rules:
             out += self._rule_check(rule, P, workload)
+        kinds = ", ".join(self.cp_kinds)
+        allowed = [CP_KINDS.index(k) for k in (*self.cp_kinds, *RESEARCH_CP_KINDS)]
+        out.append(("context-parallel layout", lambda: f"{n} has no cp_kind={CP_KINDS[int(P['cp_kind'])]} (launches "
+                    f"{kinds})", (P["cp"] == 1) | np.isin(P["cp_kind"], allowed)))
         return out
 
     def _split_checks(self, P: dict, workload) -> list[Check]:
@@ -216,6 +221,8 @@ def _plan_value(plan, key: str):
     v = getattr(plan, key, PLAN_DEFAULTS[key])
     if key == "recompute" and isinstance(v, str):
         return RECOMPUTE.index(v)
+    if key == "cp_kind" and isinstance(v, str):
+        return CP_KINDS.index(v)
     return v
 
 
@@ -268,7 +275,7 @@ def profile_from_entry(e: FrameworkFile, file: str = "") -> FrameworkProfile:
         uneven_pp=s.uneven_pp, pp_split=s.pp_split, recompute=tuple(s.recompute), max_mbs=s.max_mbs, rules=rules,
         file=file, etp=s.etp, ep_over=tuple(s.ep_over) or (EP_OVER_DEFAULT if s.ep else ()),
         moe_dispatcher=e.moe_dispatcher, moe_dispatch_fp8=e.moe_dispatch_fp8, fp8_output_layer=f.output_layer_fp8,
-        selective_recompute=e.selective_recompute)
+        selective_recompute=e.selective_recompute, cp_kinds=tuple(s.cp_kinds))
 
 
 def check_framework_id(ident: str, key: str = "training.framework", file: Optional[str] = None) -> str:

@@ -13,12 +13,13 @@ FP8_RECIPES = ("delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"
 # plan keys a profile may test, with the default a plan or a PlanArrays gets when the key is absent
 PLAN_DEFAULTS = {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "mbs": 1, "vpp": 1, "zero": 0, "recompute": 0,
                  "sp": False, "reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0,
-                 "embed_as_layer": False, "loss_as_layer": False}
+                 "embed_as_layer": False, "loss_as_layer": False, "cp_kind": 0}  # cp_kind: index into CP_KINDS
 BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
 _OP = re.compile(r"^\s*(<=|>=|!=|==|<|>)\s*(-?\d+)\s*$")
 
 ZeroLevel = Literal[0, 1, 2, 3]
 Recompute = Literal["none", "selective", "full", "modules"]
+CpKind = Literal["ring", "ulysses", "hybrid", "dcp"]  # models.plan.CP_KINDS
 Recipe = Literal["delayed", "tensorwise", "rowwise", "blockwise", "mxfp8", "nvfp4"]
 TpOverlap = Literal["none", "wgrad", "full"]
 EpA2aOverlap = Literal["none", "1f1b", "dualpipe"]  # none | batch-level 1F1B (Megatron-Core) | DualPipe (DeepSeek-V3)
@@ -96,9 +97,13 @@ class SupportsEntry(_Strict):
     # plan axes expert parallelism is folded over: ep·etp must divide their product (Megatron-Core parallel folding:
     # dp, cp, tp; the default when a file with ep omits it); empty when the framework has no expert parallelism
     ep_over: list[EpFoldAxis] = Field(default_factory=list)
+    # context-parallel layouts it launches (cp > 1), the first being what a plan without cp_kind means (its default)
+    cp_kinds: list[CpKind] = Field(default_factory=lambda: ["ring"], min_length=1)
 
     @model_validator(mode="after")
     def _consistent(self):
+        if len(set(self.cp_kinds)) != len(self.cp_kinds):
+            raise ValueError(f"cp_kinds lists a layout twice: {self.cp_kinds}")
         if len(set(self.ep_over)) != len(self.ep_over):
             raise ValueError(f"ep_over lists an axis twice: {self.ep_over}")
         if self.ep_over and not self.ep:

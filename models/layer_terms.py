@@ -178,7 +178,8 @@ def attention_block(model, job, c: StepContext) -> AttentionBlock:
     every = int(getattr(model, "full_attention_every", 1) or 1)
     share_windowed = (every - 1) / every if window > 0 else 0.0
     lay = longctx_terms.layout(model, job, c) if longctx_terms.active(job, P) else None
-    flops_full = _core_flops_fwd(model, c, 0.0) if lay is None else longctx_terms.core_flops_fwd(model, c, lay)
+    flops_ring = _core_flops_fwd(model, c, 0.0)
+    flops_full = flops_ring if lay is None else longctx_terms.core_flops_fwd(model, c, lay)
 
     def core(flops, skv):
         if job.attention == "flash":
@@ -189,6 +190,13 @@ def attention_block(model, job, c: StepContext) -> AttentionBlock:
         a_f, a_b = longctx_terms.flash_times(c, hw, flops_full, lay, hd)
     else:
         a_f, a_b = core(flops_full, c.s / c.cp)
+    if lay is not None and getattr(job, "sequences", None) is None:
+        # a layout axis over fixed-length sequences (the search's cp_kind): the ring plans among them keep the
+        # static ring's terms, so a plan is priced alike alone (estimate) and among others (search)
+        ring = lay.kind == 0
+        r_f, r_b = core(flops_ring, c.s / c.cp)
+        a_f, a_b, flops_full = np.where(ring, r_f, a_f), np.where(ring, r_b, a_b), np.where(ring, flops_ring,
+                                                                                            flops_full)
     attn_flops = flops_full
     if share_windowed > 0:  # local-window layers (gpt-oss, Llama 4): the mean over the layer pattern
         flops_w = _core_flops_fwd(model, c, window)
@@ -281,7 +289,16 @@ def cp_exchange(model, c: StepContext, attn_fwd, attn_bwd):
         lay = longctx_terms.layout(model, c.job, c)
         f_, b_, h_, parts = longctx_terms.cp_comm(model, c, lay, attn_fwd, attn_bwd)
         c.lc_parts = {**parts, "cp_pairs_dev": lay.pairs_dev, "cp_tokens_max": lay.tokens_max}
+        if getattr(c.job, "sequences", None) is None:  # ring plans among other layouts: the static ring (above)
+            ring = lay.kind == 0
+            r_f, r_b, r_h = _ring_exchange(model, c, attn_fwd, attn_bwd)
+            f_, b_, h_ = np.where(ring, r_f, f_), np.where(ring, r_b, b_), np.where(ring, r_h, h_)
         return f_, b_, h_
+    return _ring_exchange(model, c, attn_fwd, attn_bwd)
+
+
+def _ring_exchange(model, c: StepContext, attn_fwd, attn_bwd):
+    """The static ring over fixed-length sequences: (c−1) K,V blocks forward, K,V,dK,dV backward."""
     hw, fw = c.hw, c.hw.framework
     kv_block = 2.0 * c.T * float(model.kv_dim) / c.tp * c.e
     cp_bw, cp_lat, _ = hw.group_busbw(kv_block, c.tp * c.cp, 1.0, 2.0, "p2p")

@@ -9,6 +9,9 @@ RECOMPUTE = ("none", "selective", "full", "modules")
 # context-parallel layouts (models/longctx.py): zig-zag ring attention, DeepSpeed-Ulysses all-to-all, USP hybrid
 # (Ulysses inside a node × ring across), DCP's per-batch block placement (Jiang et al., SOSP 2025)
 CP_KINDS = ("ring", "ulysses", "hybrid", "dcp")
+# layouts priced when a plan names them that no framework flag selects (a framework check lets them through; the
+# launch export refuses them; the search does not enumerate them)
+RESEARCH_CP_KINDS = ("hybrid", "dcp")
 PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "recompute", "sp",
              "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer", "cp_kind")
 BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")

@@ -22,12 +22,20 @@ ClusterRef = Union[str, Path, dict, Cluster]
 PlanRef = Union[str, dict, Plan]
 
 
-def _plan(plan: PlanRef, n_devices: int) -> Plan:
+def _plan(plan: PlanRef, n_devices: int, workload: Workload | None = None) -> Plan:
+    """The ``Plan`` of a plan string or mapping; with ``workload``, one that does not name its context-parallel
+    layout gets the framework's default (``planner.complete.default_layout``)."""
     if isinstance(plan, Plan):
         return plan
-    if isinstance(plan, dict):
-        return make_plan(plan, n_devices)
-    return parse_plan(plan, n_devices)
+    p = make_plan(plan, n_devices) if isinstance(plan, dict) else parse_plan(plan, n_devices)
+    if workload is not None and p.cp > 1:
+        from parplan.models.plan import parse_plan_values, split_pairs
+        from parplan.planner.complete import default_layout
+
+        named = plan if isinstance(plan, dict) else parse_plan_values(split_pairs(plan))
+        if "cp_kind" not in named:
+            p = default_layout(workload, p)
+    return p
 
 
 def _hetero_plan(plan: Any, c: Cluster):
@@ -69,7 +77,7 @@ def estimate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, *, max_p
         return hetero_model(w).evaluate_hetero(w, c, _hetero_plan(plan, c))
     partial = _partial(plan, c, w)
     if partial is None:
-        return estimate_plan(w, c, _plan(plan, c.n_devices))
+        return estimate_plan(w, c, _plan(plan, c.n_devices, w))
     from parplan.planner.complete import complete_plan
 
     est, chosen = complete_plan(w, c, partial, max_plans=max_plans, progress=progress)
@@ -91,7 +99,7 @@ def _complete(w: Workload, c: Cluster, plan: PlanRef, max_plans: int | None = No
     """The plan itself, or a partial plan's completion (as ``estimate`` chooses it)."""
     partial = _partial(plan, c, w)
     if partial is None:
-        return _plan(plan, c.n_devices)
+        return _plan(plan, c.n_devices, w)
     from parplan.planner.complete import complete_plan
 
     return complete_plan(w, c, partial, max_plans=max_plans, progress=progress)[0].plan
@@ -232,7 +240,7 @@ def simulate(workload: WorkloadRef, cluster: ClusterRef, plan: PlanRef, *, sched
 
         check_hetero_simulation(c, schedule=schedule, slowdown=slowdown, mode=mode, p2p=p2p)
         return simulate_hetero(w, c, _hetero_plan(plan, c))
-    return simulate_plan(w, c, _plan(plan, c.n_devices), schedule=schedule, slowdown=slowdown, mode=mode, p2p=p2p,
+    return simulate_plan(w, c, _plan(plan, c.n_devices, w), schedule=schedule, slowdown=slowdown, mode=mode, p2p=p2p,
                          max_events=max_events, progress=progress)
 
 

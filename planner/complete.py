@@ -61,6 +61,17 @@ def _options(knob: str, base: dict, workload: Workload, dp: int, fw, dpn: int) -
     return [int(x) for x in space_module(workload).knob_values(knob, workload, fw, dpn)]
 
 
+def default_layout(workload, plan: Plan) -> Plan:
+    """A plan that does not name its context-parallel layout runs the framework's default one (the first of
+    ``FrameworkProfile.cp_kinds``: ring for Megatron-Core's ``--cp-comm-type p2p``, Ulysses for DeepSpeed)."""
+    from dataclasses import replace
+
+    fw = framework_of(workload)
+    if plan.cp > 1 and plan.cp_kind == "ring" and fw.cp_kinds[0] != "ring":
+        return replace(plan, cp_kind=fw.cp_kinds[0])
+    return plan
+
+
 def parse_partial(text_or_values, n_devices: int) -> dict:
     """Typed values of a (possibly partial) plan string or mapping; ``dp`` derived when absent."""
     values = parse_plan_values(split_pairs(text_or_values))
@@ -86,6 +97,8 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
                         hint="give a heterogeneous plan with --plan-file, or let `parplan suggest` plan it")
     degrees = make_plan({k: v for k, v in given.items() if k in ("dp", "tp", "pp", "cp", "ep")}, n)
     base = {**{k: getattr(degrees, k) for k in ("dp", "tp", "pp", "cp", "ep")}, **given}
+    if "cp_kind" not in given and base["cp"] > 1:  # the framework's default layout (not searched: as launched)
+        base["cp_kind"] = fw.cp_kinds[0]
     free = [k for k in chosen_knobs(workload) if k not in given]
     if base.get("zero", 3) != 3 and "reshard" in free:
         free.remove("reshard")
@@ -99,7 +112,7 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
                           f"by one and counts {COMPLETION_COST} plans, above the budget of {limit:,} plans",
                           key="--max-plans", hint="pin more knobs in the plan (e.g. mbs=…, zero=…, recompute=…), "
                                                   f"or raise --max-plans to {total * COMPLETION_COST:,}")
-    plans, first_error, messages = [], None, set()
+    plans, first_error, messages, fw_reasons = [], None, set(), set()
     for done, combo in enumerate(itertools.product(*grids)):
         if progress is not None and not done & 1023:
             progress(done, total, None)
@@ -108,19 +121,27 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
             del values["reshard"]  # only FSDP re-shards; the other ZeRO stages keep the default
         try:
             p = Plan(**values)
-            validate_plan(workload, cluster, p)
         except SpecError as err:
             first_error = first_error or err
             messages.add(err.message)
             continue
-        if fw.plan_reasons(p, dpn, workload):
+        reasons = fw.plan_reasons(p, dpn, workload)  # what the framework cannot launch, before the model's checks
+        if reasons:
+            fw_reasons.add(reasons[0])
+            continue
+        try:
+            validate_plan(workload, cluster, p)
+        except SpecError as err:
+            first_error = first_error or err
+            messages.add(err.message)
             continue
         plans.append(p)
     plans = list(dict.fromkeys(plans))
     if not plans:
         if first_error is not None and (not free or len(messages) == 1):
             raise first_error  # the pins alone make every completion invalid: the plain error says why
-        why = f" ({first_error.message})" if first_error is not None else ""
+        why = f" ({first_error.message})" if first_error is not None else (
+            f" ({next(iter(fw_reasons))})" if len(fw_reasons) == 1 else "")
         raise SpecError(f"no plan with {', '.join(f'{k}={v}' for k, v in given.items())} can run under "
                         f"{fw.id}{why}", key="plan",
                         hint="change the pinned knobs, or let `parplan suggest` search them")

@@ -17,7 +17,7 @@ import numpy as np
 if TYPE_CHECKING:  # pandas only where a frame is built (CSV, JSON, to_frame): not for a table
     import pandas as pd
 
-from parplan.models.plan import RECOMPUTE, V2_DEFAULTS
+from parplan.models.plan import CP_KINDS, RECOMPUTE, V2_DEFAULTS
 from parplan.models.training import MEMORY_PARTS, TIME_PARTS, PlanArrays
 
 # Column names of the exported plan table, in order.  Stable: add columns at the end only.
@@ -52,6 +52,8 @@ EXPORT_COLUMNS = (
     "goodput", "time_to_train_s", "time_to_train_p10_s", "time_to_train_p90_s", "checkpoint_interval_s",
     "checkpoint_stall_s", "useful_compute_s", "checkpoint_stalls_s", "failure_lost_s", "restarts_s",
     "redundancy_overhead_s", "expected_failures", "mtbf_s",
+    # the context-parallel layout (models.plan.CP_KINDS; "ring" where cp = 1)
+    "cp_kind",
 )
 # the goodput columns and the reliability model's output each one is (models/primitives/reliability.goodput)
 GOODPUT_COLUMNS = {"goodput": "goodput", "time_to_train_s": "time_to_train_s", "time_to_train_p10_s": "time_p10_s",
@@ -85,6 +87,9 @@ def plan_strings(P: PlanArrays) -> list[str]:
         for i in np.flatnonzero(col != d):
             v = bool(col[i]) if isinstance(d, bool) else int(col[i])
             extra[i] += f",{k}={('true' if v else 'false') if isinstance(d, bool) else v}"
+    if P.cp_kind is not None:  # the context-parallel layout, written when it is not the ring (as Plan.to_string)
+        for i in np.flatnonzero(np.asarray(P.cp_kind) != 0):
+            extra[i] += f",cp_kind={CP_KINDS[int(P.cp_kind[i])]}"
     return [b + x for b, x in zip(base, extra)]
 
 
@@ -134,6 +139,8 @@ def columns(P: PlanArrays, res: dict, *, workload: str, cluster: str, n_nodes: i
     for k, d in V2_DEFAULTS.items():
         cols[k] = getattr(P, k).astype(bool if isinstance(d, bool) else np.int64)
     cols["equivalent_plans"] = np.ones(n, dtype=np.int64) if equivalent is None else np.asarray(equivalent)
+    kinds = np.zeros(n, dtype=np.int64) if P.cp_kind is None else np.asarray(P.cp_kind, dtype=np.int64)
+    cols["cp_kind"] = np.array(CP_KINDS, dtype=object)[kinds]
     cols.update(goodput_columns(goodput, n))
     for k in INT_COLUMNS:
         cols[k] = np.rint(np.asarray(cols[k], dtype=float)).astype(np.int64)
@@ -228,7 +235,7 @@ def estimate_frame(e, *, n_nodes: int, price_per_hour: float | None = None, rank
            "step_time_low_s": e.step_time_low_s, "step_time_high_s": e.step_time_high_s, "tie_with_best": True,
            "framework": e.framework, "provenance_class": e.provenance_class,
            **{k: getattr(p, k) for k in V2_DEFAULTS}, "equivalent_plans": 1,
-           **{k: float(v[0]) for k, v in goodput_columns(None, 1).items()}}
+           **{k: float(v[0]) for k, v in goodput_columns(None, 1).items()}, "cp_kind": p.cp_kind}
     df = pd.DataFrame([{k: row[k] for k in EXPORT_COLUMNS}], columns=list(EXPORT_COLUMNS))
     return integer_columns(df)
 

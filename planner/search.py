@@ -42,7 +42,7 @@ CHUNK = 16384  # plans per evaluate call: keeps the intermediate arrays in cache
 # metrics kept for every plan of the space (the full result is recomputed for the plans that are reported)
 KEEP = ("step_time_s", "tokens_per_s", "mfu", "memory_peak_bytes", "heaviest_memory_stage", "params_bytes",
         "grads_bytes", "optimizer_bytes", "activations_bytes")
-TIE_AXES = ("tp", "pp", "cp", "dp", "mbs", "vpp", "zero", "recompute", "sp")
+TIE_AXES = ("tp", "pp", "cp", "dp", "mbs", "vpp", "cp_kind", "zero", "recompute", "sp")  # the space's order
 
 ProgressFn = Callable[[int, int], None]
 

@@ -34,7 +34,7 @@ _INT = {"size", "rank", "n_nodes", "n_devices", "dp", "tp", "pp", "cp", "ep", "m
         *(k for k, d in V2_DEFAULTS.items() if isinstance(d, int) and not isinstance(d, bool))}
 _BOOL = {"sp", "fits", "tie_with_best", *(k for k, d in V2_DEFAULTS.items() if isinstance(d, bool))}
 _TEXT = {"model", "hw", "options", "status", "message", "workload", "cluster", "plan", "recompute", "critical_stage",
-         "framework", "provenance_class"}
+         "framework", "provenance_class", "cp_kind"}
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv"}
 
 

@@ -68,7 +68,9 @@ def test_refused_plan_is_one_line_exit_2():
     assert r.exit_code == 2
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: plan.cp: DeepSpeed cannot express cp=2")
+    # DeepSpeed's cp is Ulysses (cp_kind=ulysses by default), which Megatron-DeepSpeed runs only with tp = pp = 1
+    assert len(lines) == 1 and lines[0].startswith("error: plan: no plan with tp=8, pp=1, cp=2")
+    assert "DeepSpeed-Ulysses sequence parallelism is incompatible with Megatron-LM's tensor" in lines[0]
 
 
 def test_catalog_refusal_is_one_line_exit_2():

@@ -44,9 +44,16 @@ def test_recompute_modules_outside_megatron_core_and_nemo():
     assert isinstance(export_plan(*MIX, "tp=2,pp=2,ep=8,mbs=1,zero=1,recompute=modules,sp=true", "nemo"), LaunchConfig)
 
 
-def test_deepspeed_has_no_ring_context_parallelism():
-    msg = refused(*L70, "tp=8,pp=1,cp=2,mbs=1,zero=1", "deepspeed")
-    assert "cp=2" in msg and "Ulysses" in msg and "expressible: cp=1" in msg
+def test_deepspeed_context_parallelism_is_ulysses_without_tp_or_pp():
+    # the ring layout is not DeepSpeed's (its sequence parallelism is Ulysses): refused, naming what is expressible
+    msg = refused(*L70, "tp=1,pp=1,cp=2,mbs=1,zero=1,cp_kind=ring", "deepspeed")
+    assert "no cp_kind=ring (launches ulysses)" in msg
+    # Ulysses beside tensor parallelism: Megatron-DeepSpeed cannot run it (docs/_tutorials/ds-sequence.md)
+    assert "incompatible with Megatron-LM's tensor or pipeline parallelism" in refused(
+        *L70, "tp=8,pp=1,cp=2,mbs=1,zero=1,cp_kind=ulysses", "deepspeed")
+    # Ulysses alone: written as --ds-sequence-parallel-size
+    cfg = export_plan(*L70, "tp=1,pp=1,cp=2,mbs=1,zero=1,cp_kind=ulysses", "deepspeed")
+    assert "--ds-sequence-parallel-size 2" in cfg.text
 
 
 @pytest.mark.parametrize("to,precision", [("deepspeed", "fp8"), ("torchtitan", "fp16"), ("nemo", "nvfp4"),

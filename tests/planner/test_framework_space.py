@@ -118,3 +118,31 @@ def test_suggest_new_precision_is_accepted_and_bad_one_lists_it():
 def test_suggest_framework_is_refused_on_a_multi_group_cluster():
     r = invoke("suggest", "llama2-7b", "--hw", "mixed-h100-a100-64", "--framework", "nemo", "--quiet")
     assert r.exit_code == 2 and "--framework not supported on a multi-group cluster" in r.stderr
+
+
+def test_searched_layouts_are_the_frameworks_and_each_space_keeps_its_own():
+    """The search enumerates exactly the context-parallel layouts some framework launches; each framework's space
+    holds only its own (DeepSpeed: Ulysses; torchtitan: ring), Ulysses only where cp divides the heads per TP rank."""
+    from parplan.models.framework import framework_ids
+    from parplan.models.plan import CP_KINDS, RESEARCH_CP_KINDS
+    from parplan.planner.space import SEARCHED_CP_KINDS
+
+    launched = {k for f in framework_ids() for k in get_framework(f).cp_kinds}
+    assert launched == set(SEARCHED_CP_KINDS) == set(CP_KINDS) - set(RESEARCH_CP_KINDS)
+    w = load_workload("llama3-8b", global_batch=64, seq_len=32768)
+    for fw, kinds in (("megatron-core", {0, 1}), ("deepspeed", {1}), ("torchtitan", {0})):
+        P = space(fw, workload=w).plans
+        multi = P.cp > 1
+        assert multi.any() and set(np.unique(P.cp_kind[multi])) == kinds, fw
+        uly = P.cp_kind == 1
+        assert np.all((w.model.kv_heads // P.tp[uly]) % P.cp[uly] == 0)
+
+
+def test_a_plan_without_a_layout_runs_the_frameworks_default():
+    from parplan import estimate
+
+    w = load_workload("llama3-8b", global_batch=64, seq_len=32768, framework="deepspeed")
+    e = estimate(w, "dgx-h100-64", "tp=1,pp=1,cp=4")
+    assert e.plan.cp_kind == "ulysses"
+    ring = estimate(load_workload("llama3-8b", global_batch=64, seq_len=32768), "dgx-h100-64", "tp=1,pp=1,cp=4")
+    assert ring.plan.cp_kind == "ring"

@@ -60,7 +60,8 @@ def test_space_rules_hold_on_every_plan():
 
 def test_space_has_no_duplicate_plans():
     P = space_of(W70, H100_4).plans
-    keys = np.stack([P.dp, P.tp, P.pp, P.cp, P.mbs, P.vpp, P.zero, P.recompute, P.sp.astype(np.int64)], axis=1)
+    keys = np.stack([P.dp, P.tp, P.pp, P.cp, P.mbs, P.vpp, P.zero, P.recompute, P.sp.astype(np.int64), P.cp_kind],
+                    axis=1)  # every plan axis, the context-parallel layout included
     assert np.unique(keys, axis=0).shape[0] == keys.shape[0]
 
 
@@ -185,10 +186,10 @@ def test_ties_break_on_memory_then_plan_axes():
     assert tied.size > 0  # e.g. dp=8,mbs=2 and dp=4,cp=2,mbs=4 do identical work per device
     for j in tied:
         a, b = o[j], o[j + 1]
-        ka = (m["memory_peak_bytes"][a], P.tp[a], P.pp[a], P.cp[a], P.dp[a], P.mbs[a], P.vpp[a], P.zero[a],
-              P.recompute[a], P.sp[a])
-        kb = (m["memory_peak_bytes"][b], P.tp[b], P.pp[b], P.cp[b], P.dp[b], P.mbs[b], P.vpp[b], P.zero[b],
-              P.recompute[b], P.sp[b])
+        ka = (m["memory_peak_bytes"][a], P.tp[a], P.pp[a], P.cp[a], P.dp[a], P.mbs[a], P.vpp[a], P.cp_kind[a],
+              P.zero[a], P.recompute[a], P.sp[a])
+        kb = (m["memory_peak_bytes"][b], P.tp[b], P.pp[b], P.cp[b], P.dp[b], P.mbs[b], P.vpp[b], P.cp_kind[b],
+              P.zero[b], P.recompute[b], P.sp[b])
         assert ka < kb
 
 
@@ -246,7 +247,7 @@ def test_heterogeneous_cluster_is_bad_input():
 
 
 def test_space_order_is_the_tie_break_order():
-    """rank() relies on it: plan index order is ascending (tp, pp, cp, dp, mbs, vpp, zero, recompute, sp)."""
+    """rank() relies on it: plan index order is ascending (tp, pp, cp, dp, mbs, vpp, cp_kind, zero, recompute, sp)."""
     from parplan.planner.search import TIE_AXES
 
     for w, c in CASES.values():
