@@ -41,13 +41,14 @@ def segments(place: tuple, resident: bool) -> list[tuple[str, list[int]]]:
 
 def chain_terms(spec, node, plan: dict, n) -> dict:
     """Parts (TIME_PARTS), ``total_s`` and per-resource busy seconds (``busy``: name → array) of one request of
-    ``n`` elements (array) under ``plan``."""
+    ``n`` elements (array) under ``plan``.  ``plan["chunks"]`` and ``plan["api"]`` may be arrays broadcasting with
+    ``n`` (the search prices every chunk count × API × size of one placement in one call; same formula)."""
     n = np.asarray(n, dtype=float)
     z = 0.0 * n
     parts = {k: z.copy() for k in TIME_PARTS}
     busy: dict = {}
-    actor = plan["api"] == "actor"
-    k = float(plan["chunks"])
+    actor = np.asarray(plan["api"]) == "actor"
+    k = np.asarray(plan["chunks"], dtype=float)
     host = node.host
 
     def add_busy(key, v):
@@ -55,10 +56,10 @@ def chain_terms(spec, node, plan: dict, n) -> dict:
 
     for where, idx in segments(tuple(plan["place"]), plan["resident"]):
         ks = [spec.kernels[i] for i in idx]
-        msg = node.message_s * len(idx) if actor else 0.0  # t_msg: one message per stage actor
+        msg = np.where(actor, node.message_s * len(idx), 0.0)  # t_msg: one message per stage actor
         parts["message_s"] = parts["message_s"] + msg
         for i in idx:
-            add_busy(f"actor:{i}", z + (node.message_s if actor else 0.0))
+            add_busy(f"actor:{i}", z + np.where(actor, node.message_s, 0.0))
         if where == "cpu":
             t = n * sum(kk.ops_per_element for kk in ks) / host.ops_per_s  # T_cpu = n·c/X_cpu
             parts["cpu_s"] = parts["cpu_s"] + t
@@ -73,7 +74,7 @@ def chain_terms(spec, node, plan: dict, n) -> dict:
         a_comp = m * sum(kk.ops_per_element for kk in ks) / a.ops_per_s  # n·c/X_dev
         a_dev = a_launch + a_comp
         a_d2h = z if a.shared_memory else a.d2h_latency_s + m * b_out / a.d2h_bytes_per_s  # n·b_out/BW_D2H
-        stages = np.stack([a_enq, a_h2d, a_dev, a_d2h])
+        stages = np.stack(np.broadcast_arrays(a_enq, a_h2d, a_dev, a_d2h))
         worst = stages.argmax(axis=0)
         extra = (k - 1) * stages.max(axis=0)  # flow shop of k identical chunks: Σ a + (k−1)·max a
         parts["enqueue_s"] = parts["enqueue_s"] + a_enq + np.where(worst == 0, extra, 0.0)
@@ -111,13 +112,13 @@ def device_bytes(spec, plan: dict, n) -> dict:
     """Device memory per accelerator: each segment holds its input and every stage's output for the chunks in flight
     (double-buffered: min(k, 2) chunks of n/k)."""
     n = np.asarray(n, dtype=float)
-    k = float(plan["chunks"])
+    k = np.asarray(plan["chunks"], dtype=float)  # an array broadcasting with n in the search
     out: dict = {}
     for where, idx in segments(tuple(plan["place"]), plan["resident"]):
         if where == "cpu":
             continue
         per = spec.kernels[idx[0]].bytes_in + sum(spec.kernels[i].bytes_out for i in idx)
-        v = n / k * min(k, 2.0) * per
+        v = n / k * np.minimum(k, 2.0) * per
         out[where] = np.maximum(out.get(where, 0.0 * n), v)
     return out
 

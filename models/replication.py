@@ -58,12 +58,13 @@ def ring_shares(n, g, d: float, r: int):
     g = np.asarray(g, dtype=int)
     nb, gb = np.broadcast_arrays(n, g)
     G = int(gb.max()) if gb.size else 1
-    share = np.zeros(nb.shape + (G,))
-    for nn, gg in set(zip(nb.ravel().tolist(), gb.ravel().tolist())):
-        row = np.zeros(G)
-        row[:gg] = (1 - d) * np.bincount(np.arange(nn) % gg, minlength=gg) / nn
-        row[nn % gg] += d
-        share[(nb == nn) & (gb == gg)] = row
+    keys, inv = np.unique(nb.ravel().astype(np.int64) * (G + 1) + gb.ravel(), return_inverse=True)
+    rows = np.zeros((len(keys), G))  # one row per distinct (threads, rings), gathered for every plan
+    for k, key in enumerate(keys.tolist()):
+        nn, gg = divmod(key, G + 1)
+        rows[k, :gg] = (1 - d) * np.bincount(np.arange(nn) % gg, minlength=gg) / nn
+        rows[k, nn % gg] += d
+    share = rows[inv.reshape(-1)].reshape(nb.shape + (G,))
     nic = np.zeros(nb.shape + (r,))
     for k in range(r):
         nic[..., k] = share[..., k::r].sum(axis=-1)

@@ -121,9 +121,9 @@ def imbalance_array(n: np.ndarray, d: float, scheme: np.ndarray) -> np.ndarray:
     """``imbalance_commands`` over arrays of thread counts and scheme names (cached per distinct pair)."""
     n = np.asarray(n, dtype=int)
     scheme = np.asarray(scheme)
-    out = np.zeros(np.broadcast(n, scheme).shape)
     nb, sb = np.broadcast_arrays(n, scheme)
-    for key in set(zip(nb.ravel().tolist(), sb.ravel().tolist())):
-        mask = (nb == key[0]) & (sb == key[1])
-        out[mask] = imbalance_commands(int(key[0]), float(d), str(key[1]))
-    return out
+    names, s_idx = np.unique(sb.ravel(), return_inverse=True)
+    keys, inv = np.unique(nb.ravel().astype(np.int64) * len(names) + s_idx.reshape(-1), return_inverse=True)
+    vals = np.array([imbalance_commands(int(k // len(names)), float(d), str(names[k % len(names)]))
+                     for k in keys.tolist()])
+    return vals[inv.reshape(-1)].reshape(nb.shape) if len(keys) else np.zeros(nb.shape)

@@ -38,21 +38,37 @@ def option_table(spec, platform, stage) -> list:
 
 
 def evaluate(spec, platform, cols: list) -> dict:
-    """Metrics of V variants; ``cols[i]`` = dict of arrays for stage i: alt, r, ctype, t, e, mem, q."""
-    r = np.stack([c["r"] for c in cols])  # S × V
-    t = np.stack([c["t"] for c in cols])
-    e = np.stack([c["e"] for c in cols])
-    ct = np.stack([c["ctype"] for c in cols])
-    q = np.stack([c["q"] for c in cols])
-    X = (r / t).min(axis=0)  # items per second
-    latency = t.sum(axis=0)
-    p_idle = np.array([c.power_idle_w for c in platform.core_types])[ct]
-    active = e.sum(axis=0)
-    idle = (p_idle * np.maximum(r / X - t, 0.0)).sum(axis=0)  # held cores waiting for the bottleneck
-    quality = q.prod(axis=0) if spec.quality_mode == "product" else q.min(axis=0)
-    memory = (r * np.stack([c["mem"] for c in cols])).sum(axis=0)
-    cores = np.stack([(r * (ct == j)).sum(axis=0) for j in range(len(platform.core_types))])  # types × V
-    caps = np.array([c.count for c in platform.core_types])[:, None]
+    """Metrics of V variants; ``cols[i]`` = dict of arrays for stage i: alt, r, ctype, t, e, mem, q.  The arrays of
+    the stages broadcast together: (V,) each for a list of variants, or stage i's options along axis i of the grid
+    (the search's Cartesian product, every sum and minimum over stages built up stage by stage — shared
+    sub-expressions, the same left-to-right sums as one variant's)."""
+    S = len(cols)
+    shape = np.broadcast_shapes(*[np.shape(c["r"]) for c in cols])
+    X = cols[0]["r"] / cols[0]["t"]  # items per second: min_i r_i / t_i
+    latency = cols[0]["t"]
+    active = cols[0]["e"]
+    quality = cols[0]["q"]
+    memory = cols[0]["r"] * cols[0]["mem"]
+    for c in cols[1:]:
+        X = np.minimum(X, c["r"] / c["t"])
+        latency = latency + c["t"]
+        active = active + c["e"]
+        quality = quality * c["q"] if spec.quality_mode == "product" else np.minimum(quality, c["q"])
+        memory = memory + c["r"] * c["mem"]
+    X, latency, active, quality, memory = (np.broadcast_to(v, shape) for v in (X, latency, active, quality, memory))
+    p_idle_of = np.array([c.power_idle_w for c in platform.core_types])
+    idle = None  # held cores waiting for the bottleneck: Σ_i P_idle(c_i)·(r_i/X − t_i)
+    for c in cols:
+        v = p_idle_of[c["ctype"]] * np.maximum(c["r"] / X - c["t"], 0.0)
+        idle = v if idle is None else idle + v
+    cores = []  # types × V: Σ_{i: c_i = c} r_i
+    for j in range(len(platform.core_types)):
+        acc = cols[0]["r"] * (cols[0]["ctype"] == j)
+        for c in cols[1:]:
+            acc = acc + c["r"] * (c["ctype"] == j)
+        cores.append(np.broadcast_to(acc, shape))
+    cores = np.stack(cores) if S else np.zeros((len(platform.core_types),) + shape)
+    caps = np.array([c.count for c in platform.core_types]).reshape((-1,) + (1,) * len(shape))
     k = spec.constraints
     mem_cap = k.max_memory_bytes if k.max_memory_bytes is not None else platform.memory_bytes
     checks = {"cores": (cores <= caps).all(axis=0), "memory": memory <= mem_cap,
@@ -64,22 +80,43 @@ def evaluate(spec, platform, cols: list) -> dict:
     ok = np.logical_and.reduce([checks[c] for c in CONSTRAINTS])
     return {"throughput_per_s": X, "latency_s": latency, "energy_per_item_j": active + idle,
             "active_energy_j": active, "idle_energy_j": idle, "quality": quality, "memory_bytes": memory,
-            "cores_used": cores, "feasible": ok, "checks": checks, "stage_time_s": t}
+            "cores_used": cores, "feasible": ok, "checks": checks,
+            "stage_time_s": np.stack([np.broadcast_to(c["t"], shape) for c in cols])}
+
+
+PARETO_BLOCK = 4096
 
 
 def pareto(X, E, Q) -> np.ndarray:
     """Indices of the variants no other one dominates (throughput ↑, energy per item ↓, quality ↑; one per equal
-    triple), by descending throughput."""
+    triple), by descending throughput.
+
+    In the order (X ↓, E ↑, Q ↓) every earlier variant has X no lower, so a variant is kept iff no earlier one has
+    E no higher and Q no lower — and by transitivity it is enough to test the kept front and the earlier survivors
+    of its own block: blocks of candidates are screened against the front in one array comparison, the few
+    survivors against each other."""
+    X, E, Q = np.asarray(X), np.asarray(E), np.asarray(Q)
     order = np.lexsort((-Q, E, -X))
-    kx, ke, kq, keep = [], [], [], []
-    for i in order:
-        x, e, q = X[i], E[i], Q[i]
-        if keep:
-            ax, ae, aq = np.array(kx), np.array(ke), np.array(kq)
-            if np.any((ax >= x) & (ae <= e) & (aq >= q)):
-                continue
-        keep.append(int(i))
-        kx.append(x)
-        ke.append(e)
-        kq.append(q)
+    fe, fq, keep = np.empty(0), np.empty(0), []
+    for b in range(0, len(order), PARETO_BLOCK):
+        blk = order[b:b + PARETO_BLOCK]
+        e, q = E[blk], Q[blk]
+        if fe.size:
+            dom = np.zeros(len(blk), bool)
+            for f in range(0, fe.size, 256):  # bound the (block × front) comparison
+                dom |= ((fe[None, f:f + 256] <= e[:, None]) & (fq[None, f:f + 256] >= q[:, None])).any(axis=1)
+            blk, e, q = blk[~dom], e[~dom], q[~dom]
+        if not len(blk):
+            continue
+        # survivors against the earlier survivors of the block (strictly lower triangle)
+        m = len(blk)
+        beaten = np.zeros(m, bool)
+        for s0 in range(0, m, 512):
+            sl = slice(s0, min(m, s0 + 512))
+            d = (e[None, :] <= e[sl, None]) & (q[None, :] >= q[sl, None])
+            d &= np.arange(m)[None, :] < np.arange(s0, sl.stop)[:, None]
+            beaten[sl] = d.any(axis=1)
+        blk = blk[~beaten]
+        keep.extend(int(i) for i in blk)
+        fe, fq = np.concatenate([fe, E[blk]]), np.concatenate([fq, Q[blk]])
     return np.array(keep, dtype=int)

@@ -81,40 +81,51 @@ def pipeedge_dp(spec, cluster) -> tuple[list, float, int]:
 
     for u in range(n):  # the first stage receives the input unless the source device runs it
         h[0, 0, u] = 0.0 if src is None or src_group == groups[u][0] else hop(src, first[u], in_b[0])
+    # the DP's tables as arrays: full[S, u] (type u's devices all used in S), comm[u][v, j] (the stage ending at
+    # layer j on type u sends to type v), memory per device type
+    S_all = np.arange(mask)
+    full = np.stack([S_all // pp[u] % (counts[u] + 1) == counts[u] for u in range(n)], axis=1)
+    comm_t = [np.stack([comm(u, v, out_b) for v in range(n)]) for u in range(n)]  # [v, layer index jj − 1]
+    cap = [cluster.devices[first[u]].memory_bytes for u in range(n)]
     res, res_idx = np.inf, None
     j = np.arange(1, L + 1)
     for i in range(L):
-        for S in range(mask):
-            for u in range(n):
-                h0 = h[i, S, u]
-                if not np.isfinite(h0) or S // pp[u] % (counts[u] + 1) == counts[u]:
-                    continue
-                jj = j[i:]  # stage = layers [i, jj)
-                comp = cum[u][jj] - cum[u][i]
-                dev = cluster.devices[first[u]]
-                mem = mem_cum[jj] - mem_cum[i] + (in_b[i] * T.DATA_BUFFERS_IN if i > 0 else 0.0) \
-                    + out_b[jj - 1] * T.DATA_BUFFERS_OUT + in_b[i] + out_b[jj - 1]
-                fit = dev.memory_bytes > mem  # schedule.cpp is_layers_fit
-                if fit[-1]:
-                    back = 0.0  # the result returns to the source (unless the source ran the only stage)
-                    if src is not None and not (i == 0 and src_group == groups[u][0]):
-                        other = first[u] + 1 if first[u] == src else first[u]  # a device of type u other than src
-                        back = hop(other, src, out_b[-1])
-                    cost = max(h0, comp[-1], back)
-                    if cost < res:
-                        res, res_idx = cost, (i, S, u)
-                S2 = S + pp[u]
-                for v in range(n):
-                    if S // pp[v] % (counts[v] + 1) == counts[v]:
-                        continue
-                    cost = np.maximum(h0, np.maximum(comp, comm(u, v, out_b[jj - 1])))[:-1]
-                    cost = np.where(fit[:-1], cost, np.inf)
-                    tgt = h[jj[:-1], S2, v]
-                    better = cost < tgt
-                    if better.any():
-                        idx = jj[:-1][better]
-                        h[idx, S2, v] = cost[better]
-                        parent[idx, S2, v] = (i, u)
+        jj = j[i:]  # stage = layers [i, jj)
+        mem = mem_cum[jj] - mem_cum[i] + (in_b[i] * T.DATA_BUFFERS_IN if i > 0 else 0.0) \
+            + out_b[jj - 1] * T.DATA_BUFFERS_OUT + in_b[i] + out_b[jj - 1]
+        live = np.isfinite(h[i]) & ~full  # states (S, u) that place a stage from layer i
+        ends = np.full((mask, n), np.inf)  # the chain ends here: cost per state, in the order (S, u)
+        # every state at layer i at once; per type u of the stage's device, in descending u: for one target
+        # (j, S + pp[u], v) the sources run in ascending S = descending u, the order of the scalar recurrence,
+        # so strict improvement keeps the same first-found optimum and parent
+        for u in range(n - 1, -1, -1):
+            Ss = np.flatnonzero(live[:, u])
+            if not Ss.size:
+                continue
+            h0 = h[i, Ss, u]
+            comp = cum[u][jj] - cum[u][i]
+            fit = cap[u] > mem  # schedule.cpp is_layers_fit
+            if fit[-1]:
+                back = 0.0  # the result returns to the source (unless the source ran the only stage)
+                if src is not None and not (i == 0 and src_group == groups[u][0]):
+                    other = first[u] + 1 if first[u] == src else first[u]  # a device of type u other than src
+                    back = hop(other, src, out_b[-1])
+                ends[Ss, u] = np.maximum(np.maximum(h0, comp[-1]), back)
+            if len(jj) < 2:
+                continue
+            S2 = Ss + pp[u]
+            cost = np.maximum(h0[:, None, None], np.maximum(comp[None, None, :], comm_t[u][None, :, jj - 1]))[..., :-1]
+            cost = np.where(fit[None, None, :-1] & ~full[Ss][:, :, None], cost, np.inf)  # [S, v, j]
+            tgt = h[jj[:-1][None, None, :], S2[:, None, None], np.arange(n)[None, :, None]]
+            better = cost < tgt
+            if better.any():
+                si, vi, ji = np.nonzero(better)
+                h[jj[ji], S2[si], vi] = cost[si, vi, ji]
+                parent[jj[ji], S2[si], vi] = (i, u)
+        flat = ends.reshape(-1)
+        k = int(np.argmin(flat))  # the first state (S, u) of the least cost
+        if flat[k] < res:
+            res, res_idx = float(flat[k]), (i, k // n, k % n)
     if res_idx is None:
         raise SpecError(f"no pipeline of {spec.name} fits {cluster.name}'s memory", key="--hw",
                         hint="devices with more memory, or more devices")

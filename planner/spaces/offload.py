@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parplan.errors import SpecError
-from parplan.models.offload import TIME_PARTS, break_even, chain_terms, fit_reasons, requests_time
+from parplan.models.offload import TIME_PARTS, break_even, chain_terms, device_bytes, fit_reasons, requests_time
 
 MAX_PLACEMENTS = 1024
 
@@ -43,6 +43,9 @@ def placements(spec, node) -> tuple[list, list]:
 
 
 def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPlans:
+    """Every placement × residency × chunks × API × size priced: one ``chain_terms`` call per placement and residency
+    broadcasts over chunks × API × sizes (the formula ``estimate`` uses); fit by the vectorized ``device_bytes``;
+    reasons and rows are built only for the plans returned."""
     if spec.is_heritage:
         raise SpecError("a heritage workload has no kernel-chain search", key="heritage",
                         hint="parplan estimate prints its texture-vs-octree report")
@@ -55,12 +58,37 @@ def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPl
     apis = [fix["api"]] if "api" in fix else list(spec.apis)
     sizes = [float(fix["n"])] if "n" in fix else list(spec.sizes)
     n = np.asarray(sizes, dtype=float)
-    cands = []
-    for pl, res, k, api in itertools.product(places, residents, chunks, apis):
-        plan = {"place": pl, "resident": res, "chunks": k, "api": api}
-        one = chain_terms(spec, node, plan, n)
-        t_r, neck = requests_time(one, spec.requests)
-        cands.append((plan, one, np.broadcast_to(t_r, n.shape), np.broadcast_to(neck, n.shape)))
+    C, A, S = len(chunks), len(apis), len(sizes)
+    k_grid = np.asarray(chunks, dtype=float)[:, None, None]  # chunks × API × sizes
+    api_grid = np.asarray(apis)[None, :, None]
+    shape = (C, A, S)
+    mem = {a.id: a.memory_bytes for a in node.accelerators}
+    t_r, neck, bad, parts = [], [], [], {key: [] for key in (*TIME_PARTS, "total_s")}
+    for pl in places:  # candidates in the order of itertools.product(places, residents, chunks, apis)
+        for res in residents:
+            plan = {"place": pl, "resident": res, "chunks": k_grid, "api": api_grid}
+            one = chain_terms(spec, node, plan, n)
+            tr, nk = requests_time(one, spec.requests)
+            t_r.append(np.broadcast_to(tr, shape))
+            neck.append(np.broadcast_to(np.asarray(nk), shape))
+            for key in parts:
+                parts[key].append(np.broadcast_to(one[key], shape))
+            over = np.zeros(shape, bool)
+            for where, need in device_bytes(spec, plan, n).items():
+                over |= np.broadcast_to(need, shape) > mem[where]  # fit_reasons' test, every plan at once
+            bad.append(over)
+    N = len(places) * len(residents) * C * A
+    t_r = np.stack(t_r).reshape(N, S)
+    neck = np.stack(neck).reshape(N, S)
+    bad = np.stack(bad).reshape(N, S)
+    parts = {key: np.stack(v).reshape(N, S) for key, v in parts.items()}
+
+    def plan_of(i: int) -> dict:
+        p, rest = divmod(i, len(residents) * C * A)
+        r, rest = divmod(rest, C * A)
+        c, a_ = divmod(rest, A)
+        return {"place": places[p], "resident": residents[r], "chunks": chunks[c], "api": apis[a_]}
+
     cpu_ref = {}  # the all-CPU chain's time for the workload's requests, per API
     for a in apis:
         one = chain_terms(spec, node, {"place": ("cpu",) * len(spec.kernels), "resident": True, "chunks": 1,
@@ -68,24 +96,22 @@ def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPl
         cpu_ref[a] = requests_time(one, spec.requests)[0]
     rows = []
     for j, size in enumerate(sizes):
-        scored = []
-        for plan, one, t_r, neck in cands:
-            reasons = fit_reasons(spec, node, {**plan, "n": size}, size)
-            scored.append((bool(reasons), float(t_r[j]), plan, one, str(neck[j]), reasons))
-        scored.sort(key=lambda s: (s[0], s[1]))
-        keep = scored[:top or len(scored)] if len(sizes) == 1 else scored[:1]
-        for rank, (bad, t, plan, one, neck, reasons) in enumerate(keep, 1):
+        order = np.lexsort((t_r[:, j], bad[:, j]))  # misfits last, then time; ties keep the enumeration order
+        keep = order[:top or N] if S == 1 else order[:1]
+        for rank, i in enumerate(keep, 1):
+            plan = plan_of(int(i))
+            t = float(t_r[i, j])
             cpu = float(np.broadcast_to(cpu_ref[plan["api"]], n.shape)[j])
             rows.append({"rank": rank, "n": size, "place": "+".join(plan["place"]), "resident": plan["resident"],
-                         "chunks": plan["chunks"], "api": plan["api"], "fits": not bad,
-                         "total_s": float(np.broadcast_to(one["total_s"], n.shape)[j]), "requests": spec.requests,
-                         "requests_s": t, "bottleneck": neck, "cpu_s": cpu,
+                         "chunks": plan["chunks"], "api": plan["api"], "fits": not bool(bad[i, j]),
+                         "total_s": float(parts["total_s"][i, j]), "requests": spec.requests,
+                         "requests_s": t, "bottleneck": str(neck[i, j]), "cpu_s": cpu,
                          "speedup": cpu / t,
-                         **{k: float(np.broadcast_to(one[k], n.shape)[j]) for k in TIME_PARTS},
-                         "reasons": reasons})
+                         **{k: float(parts[k][i, j]) for k in TIME_PARTS},
+                         "reasons": fit_reasons(spec, node, {**plan, "n": size}, size)})
     be = []
     for a in node.accelerators:
         for api in apis:
             plan = {"place": (a.id,) * len(spec.kernels), "resident": True, "chunks": 1, "api": api}
             be.append({"accelerator": a.id, "kind": a.kind, "api": api, "n_star": break_even(spec, node, plan)})
-    return OffloadPlans(spec.name, node.name, rows, be, len(cands) * len(sizes), notes)
+    return OffloadPlans(spec.name, node.name, rows, be, N * S, notes)

@@ -7,7 +7,6 @@ scheduler); only P-SMR spreads the ordering over rings (atomic multicast).  Dupl
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,37 +33,49 @@ class ReplicationPlans:
                 "configurations": self.n_configs, "feasible": self.n_feasible, "plans": self.rows}
 
 
-def _combos(spec, fix: dict) -> list[tuple]:
+def _combos(spec, fix: dict) -> tuple:
+    """(scheme names, threads, rings, batch) arrays of the distinct plans, in the order of
+    itertools.product(schemes, threads, rings, batch) with SMR's threads and rings and sched-psmr's rings folded to
+    1 (first occurrence kept)."""
     schemes = [fix["scheme"]] if "scheme" in fix else list(spec.schemes)
     threads = [int(fix["threads"])] if "threads" in fix else list(spec.threads)
     rings = [int(fix["rings"])] if "rings" in fix else list(spec.rings)
     batch = [int(fix["batch"])] if "batch" in fix else list(spec.batch)
-    seen, out = set(), []
-    for s, n, g, b in itertools.product(schemes, threads, rings, batch):
-        key = (s, 1 if s == "smr" else n, g if s == "psmr" else 1, b)
-        if key not in seen:
-            seen.add(key)
-            out.append(key)
-    return out
+    si, n, g, b = (x.ravel() for x in np.meshgrid(np.arange(len(schemes)), threads, rings, batch, indexing="ij"))
+    names = np.array(schemes)
+    sname = names[si]
+    n = np.where(sname == "smr", 1, n)
+    g = np.where(sname == "psmr", g, 1)
+    code = np.unique(sname, return_inverse=True)[1].reshape(-1)  # by name: a scheme listed twice is one
+    key = code.astype(np.int64)
+    for col in (n, g, b):  # one integer key per plan (mixed radix of the value ranks): a 1-D unique
+        rank = np.unique(col, return_inverse=True)[1].reshape(-1)
+        key = key * (int(rank.max()) + 1 if rank.size else 1) + rank
+    _, first = np.unique(key, return_index=True)
+    keep = np.sort(first)
+    return sname[keep], n[keep], g[keep], b[keep]
 
 
 def search(spec, machine, *, fix: "dict | None" = None, top: int = 10, objective: "str | None" = None
            ) -> ReplicationPlans:
+    """Every distinct plan priced in one ``evaluate`` call; feasibility as arrays; reasons and rows only for the
+    plans returned."""
     fix = dict(fix or {})
     objective = objective or "throughput"
     if objective not in OBJECTIVES:
         raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVES)
     if "scheme" in fix and fix["scheme"] not in SCHEMES:
         raise SpecError(f"unknown scheme {fix['scheme']!r}", key="--fix scheme", allowed=SCHEMES)
-    combos = _combos(spec, fix)
-    if len(combos) > MAX_CONFIGS:
-        raise SpecError(f"{len(combos):,} configurations is above {MAX_CONFIGS:,}", key="search")
-    s = np.array([c[0] for c in combos])
-    a = np.array([c[1:] for c in combos], dtype=float).T
+    s, *knobs = _combos(spec, fix)
+    if len(s) > MAX_CONFIGS:
+        raise SpecError(f"{len(s):,} configurations is above {MAX_CONFIGS:,}", key="search")
+    a = np.array(knobs, dtype=float)
     out = evaluate(spec, machine, s, a[0], a[1], a[2], spec.offered_load)
-    reasons = [feasibility(spec, machine, out, i) for i in range(len(combos))]
-    ok = np.array([not r for r in reasons])
     x, lat = out["throughput_per_s"], out["latency_s"]
+    # feasibility's two tests (hardware threads, offered load below capacity) on every plan at once
+    ok = ~(np.asarray(out["threads_used"]) > machine.socket.cores * machine.socket.smt)
+    if spec.offered_load is not None:
+        ok &= ~(np.asarray(out["load_per_s"]) >= x)
     lat_key = np.where(np.isfinite(lat), lat, np.inf)
     x_key = -np.round(x, 6)  # equal throughputs (one bound) tie on the next key
     key, second = (x_key, lat_key) if objective == "throughput" else (lat_key, x_key)
@@ -73,12 +84,12 @@ def search(spec, machine, *, fix: "dict | None" = None, top: int = 10, objective
     n = len(order) if top == 0 else min(top, len(order))
     rows = []
     for rank, i in enumerate(order[:n], 1):
-        rows.append({"rank": rank, **{k: (combos[i][j] if k == "scheme" else int(combos[i][j]))
-                                      for j, k in enumerate(PLAN_KEYS)},
+        reasons = feasibility(spec, machine, out, i)
+        rows.append({"rank": rank, "scheme": str(s[i]), **{k: int(a[j][i]) for j, k in enumerate(PLAN_KEYS[1:])},
                      "fits": bool(ok[i]), "throughput_per_s": float(x[i]),
                      "limit": LIMITS[CAPACITY_PARTS[int(out["limit_index"][i])]],
                      "load_per_s": float(out["load_per_s"][i]), "latency_s": float(lat[i]),
                      **{f"cap_{k}": float(out[k][i]) for k in CAPACITY_PARTS},
                      **{f"lat_{k}": float(out["latency_parts"][k][i]) for k in LATENCY_PARTS},
-                     "reasons": reasons[i]})
-    return ReplicationPlans(spec.name, machine.name, objective, rows, len(combos), int(ok.sum()))
+                     "reasons": reasons})
+    return ReplicationPlans(spec.name, machine.name, objective, rows, len(s), int(ok.sum()))

@@ -7,7 +7,6 @@ only for workloads with an ``mpi`` block (otherwise 1).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,17 +73,29 @@ def search(spec, machine, *, runtimes=None, fix: "dict | None" = None, top: int 
             raise SpecError(f"grain {fix['grain']} is not one of the workload's", key="--fix grain",
                             allowed=[str(g) for g in grains])
         axes["grain"] = [grains.index(int(fix["grain"]))]
-    combos = []
-    for r, t, s, g in itertools.product(axes["runtime"], axes["threads"], axes["sockets"], axes["grain"]):
-        ranks = [int(fix["ranks"])] if "ranks" in fix else (rank_counts(t * s, s) if spec.mpi is not None else [1])
-        for k in ranks:
-            if (t * s) % k == 0:
-                combos.append((r, t, s, g, k))
-    if not combos:
+    # the product runtime × threads × sockets × grain (grain fastest), each row followed by its rank counts:
+    # built as arrays (rank lists per distinct threads × sockets, padded and masked) — no per-plan Python objects
+    r, t, s, g = (x.ravel() for x in np.meshgrid(axes["runtime"], axes["threads"], axes["sockets"], axes["grain"],
+                                                 indexing="ij"))
+    pair, pinv = np.unique(np.stack([t, s]), axis=1, return_inverse=True)
+    lists = []
+    for tt, ss in pair.T.tolist():
+        ranks = [int(fix["ranks"])] if "ranks" in fix else (rank_counts(tt * ss, ss) if spec.mpi is not None else [1])
+        lists.append([k for k in ranks if (tt * ss) % k == 0])
+    width = max([len(x) for x in lists] + [1])
+    ks = np.zeros((len(lists), width))
+    valid = np.zeros((len(lists), width), bool)
+    for i, x in enumerate(lists):
+        ks[i, :len(x)] = x
+        valid[i, :len(x)] = True
+    rows_k, rows_ok = ks[pinv.reshape(-1)], valid[pinv.reshape(-1)]
+    n_combos = int(rows_ok.sum())
+    if n_combos == 0:
         raise SpecError("no configuration is left after --fix", key="--fix")
-    if len(combos) > MAX_CONFIGS:
-        raise SpecError(f"{len(combos):,} configurations is above {MAX_CONFIGS:,}", key="--fix")
-    a = np.array(combos, dtype=float).T
+    if n_combos > MAX_CONFIGS:
+        raise SpecError(f"{n_combos:,} configurations is above {MAX_CONFIGS:,}", key="--fix")
+    base = np.repeat(np.arange(len(r)), width).reshape(len(r), width)[rows_ok]
+    a = np.stack([r[base], t[base], s[base], g[base], rows_k[rows_ok]]).astype(float)
     out = evaluate(spec, machine, a[0].astype(int), a[1], a[2], a[3].astype(int), a[4], prof=prof, summary=summary)
     order = np.argsort(out["total_s"], kind="stable")
     n = len(order) if top == 0 else min(top, len(order))
@@ -95,4 +106,4 @@ def search(spec, machine, *, runtimes=None, fix: "dict | None" = None, top: int 
                      "sockets": int(a[2][i]), "grain": int(grains[gi]), "ranks": int(a[4][i]),
                      "grain_s": float(summary.grain_s[gi]), "total_s": float(out["total_s"][i]),
                      "speedup": float(out["speedup"][i]), **{k: float(out[k][i]) for k in TIME_PARTS}})
-    return TaskPlans(spec.name, machine.name, rows, len(combos))
+    return TaskPlans(spec.name, machine.name, rows, n_combos)

@@ -1,7 +1,7 @@
 """Search space of the process-network family (mAPN, S16): every variant Π_i |A_i|·R_i·|C_i| — an algorithm
-alternative, a data-parallel degree and a core type per stage — built as index arrays (numpy), priced in one call of
-``models.variants.evaluate``, filtered by the platform's cores and memory and the user's constraints, and reduced to
-the Pareto set over (throughput ↑, energy per item ↓, quality ↑).  Bounded: above ``MAX_VARIANTS`` the search stops
+alternative, a data-parallel degree and a core type per stage — each stage's options on one axis of a broadcast
+grid, priced in one call of ``models.variants.evaluate``, filtered by the platform's cores and memory and the
+user's constraints, and reduced to the Pareto set over (throughput ↑, energy per item ↓, quality ↑).  Bounded: above ``MAX_VARIANTS`` the search stops
 at the door with the count and how to shrink it.
 """
 from __future__ import annotations
@@ -37,7 +37,9 @@ class VariantSet:
 
 
 def enumerate_variants(spec, platform, fix: "dict | None" = None) -> tuple:
-    """(per-stage option tables, index matrix S × V, stage columns for ``evaluate``)."""
+    """(per-stage option tables, options per stage, stage columns for ``evaluate``): stage i's columns lie along
+    axis i of the Cartesian grid (variant v = the grid's C-order index, the last stage fastest), so ``evaluate``
+    prices the whole product by broadcasting without building an index matrix."""
     fix = fix or {}
     tables = []
     for s in spec.stages:
@@ -52,15 +54,36 @@ def enumerate_variants(spec, platform, fix: "dict | None" = None) -> tuple:
             raise SpecError(f"stage {s.name} can run on none of {platform.id}'s core types",
                             key=f"stages.{s.name}.core_types", allowed=platform.type_names())
         tables.append(np.array(rows, dtype=float))
-    sizes = [len(t) for t in tables]
+    sizes = tuple(len(t) for t in tables)
     n = int(np.prod(sizes, dtype=float))
     if n > MAX_VARIANTS:
         raise SpecError(f"{n:,} variants ({' × '.join(map(str, sizes))} options per stage) is above {MAX_VARIANTS:,}",
                         key="stages", hint="narrow replicas ranges or core_types, or --fix STAGE=ALTERNATIVE")
-    idx = np.indices(sizes).reshape(len(sizes), -1)
-    cols = [{"alt": tb[i, 0].astype(int), "r": tb[i, 1], "ctype": tb[i, 2].astype(int), "t": tb[i, 3],
-             "e": tb[i, 4], "mem": tb[i, 5], "q": tb[i, 6]} for tb, i in zip(tables, idx)]
-    return tables, idx, cols
+    cols = []
+    for i, tb in enumerate(tables):
+        shape = [1] * len(tables)
+        shape[i] = len(tb)
+        cols.append(_columns(tb, tuple(shape)))
+    return tables, sizes, cols
+
+
+def _columns(tb: np.ndarray, shape: tuple) -> dict:
+    return {"alt": tb[:, 0].astype(int).reshape(shape), "r": tb[:, 1].reshape(shape),
+            "ctype": tb[:, 2].astype(int).reshape(shape), "t": tb[:, 3].reshape(shape),
+            "e": tb[:, 4].reshape(shape), "mem": tb[:, 5].reshape(shape), "q": tb[:, 6].reshape(shape)}
+
+
+def _flat(m: dict) -> dict:
+    """``evaluate``'s grid-shaped metrics as flat arrays over variants (views where possible)."""
+    out = {}
+    for k, v in m.items():
+        if k == "checks":
+            out[k] = {c: a.reshape(-1) for c, a in v.items()}
+        elif k in ("cores_used", "stage_time_s"):
+            out[k] = v.reshape(v.shape[0], -1)
+        else:
+            out[k] = v.reshape(-1)
+    return out
 
 
 def describe(spec, platform, cols, v: int) -> str:
@@ -84,8 +107,9 @@ def row_of(spec, platform, cols, m, v: int) -> dict:
 def search(spec, platform, *, objective: str = "pareto", fix: "dict | None" = None, top: int = 10) -> VariantSet:
     if objective not in OBJECTIVES:
         raise SpecError(f"bad value {objective!r}", key="--objective", allowed=list(OBJECTIVES))
-    _, idx, cols = enumerate_variants(spec, platform, fix)
-    m = evaluate(spec, platform, cols)
+    tables, sizes, grid = enumerate_variants(spec, platform, fix)
+    m = _flat(evaluate(spec, platform, grid))
+    n_var = int(np.prod(sizes, dtype=np.int64))
     ok = m["feasible"]
     rejected, left = {}, np.ones_like(ok)
     for c in CONSTRAINTS:
@@ -96,7 +120,7 @@ def search(spec, platform, *, objective: str = "pareto", fix: "dict | None" = No
     if feas.size == 0:
         best = int(np.argmax(m["throughput_per_s"] * m["checks"]["cores"]))
         why = ", ".join(f"{c}: {n:,}" for c, n in rejected.items() if n)
-        raise SpecError(f"no variant of {idx.shape[1]:,} meets the constraints (rejected first by {why})",
+        raise SpecError(f"no variant of {n_var:,} meets the constraints (rejected first by {why})",
                         key="constraints", hint=f"the fastest variant within the cores reaches "
                         f"{m['throughput_per_s'][best]:.3g} items/s, {m['energy_per_item_j'][best]:.3g} J/item, "
                         f"quality {m['quality'][best]:.3g}: relax the constraint that rejects most")
@@ -108,10 +132,14 @@ def search(spec, platform, *, objective: str = "pareto", fix: "dict | None" = No
                "latency": m["latency_s"]}[objective]
         chosen = feas[np.lexsort((-m["throughput_per_s"][feas], key[feas]))]
     out = chosen if top == 0 else chosen[:top]
-    rows = [{"rank": i, **row_of(spec, platform, cols, m, int(v)), "pareto": bool(int(v) in set(front.tolist()))}
-            for i, v in enumerate(out, 1)]
-    return VariantSet(spec.name, platform.id, objective, rows, int(idx.shape[1]), int(feas.size), int(front.size),
-                      rejected)
+    # result rows only for the variants returned: their stage columns and metrics
+    opt = np.unravel_index(out, sizes) if len(sizes) else ()
+    cols = [_columns(tb[o], (len(out),)) for tb, o in zip(tables, opt)]
+    sub = {k: (v[..., out] if k in ("cores_used", "stage_time_s") else v[out]) for k, v in m.items() if k != "checks"}
+    on_front = set(front.tolist())
+    rows = [{"rank": i, **row_of(spec, platform, cols, sub, j), "pareto": int(v) in on_front}
+            for i, (j, v) in enumerate(zip(range(len(out)), out), 1)]
+    return VariantSet(spec.name, platform.id, objective, rows, n_var, int(feas.size), int(front.size), rejected)
 
 
 def parse_variant(text: str, spec, platform) -> list:
