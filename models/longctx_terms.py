@@ -81,7 +81,12 @@ def layout(model, job, c) -> Layout:
         name = CP_KINDS[k_] if cp_ > 1 else "ring"
         u = hybrid_ulysses_degree(cp_, int(model.kv_heads) // tp_, dpn // tp_) if name == "hybrid" else 1
         u = cp_ if name == "ulysses" else u
-        st = cp_stats(seqs, s, int(cp_), name, int(u) if name == "hybrid" else 1)
+        if seqs is None and name == "ring" and cp_ > 1:
+            # fixed-length ring plans among other layouts are priced by the static ring (layer_terms takes them
+            # element by element): its per-device step profile (cp² entries) is not needed, only placeholders
+            st = cp_stats(None, s, int(cp_), "ulysses")
+        else:
+            st = cp_stats(seqs, s, int(cp_), name, int(u) if name == "hybrid" else 1)
         # causal kernels where whole sequences are local (Ulysses; DCP without split documents), ring blocks else
         causal_k = name == "ulysses" or cp_ == 1 or (name == "hybrid" and cp_ // u == 1) or (
             name == "dcp" and st.kv_tokens == 0)

@@ -115,3 +115,24 @@ def test_sequences_schema_errors_are_one_line(seq, msg):
 def test_bad_masks(mask):
     with pytest.raises(SpecError, match="mask|window|density"):
         load_workload(wl(mask))
+
+
+def test_ring_rows_of_a_mixed_layout_search_build_no_ring_profile():
+    """In a search over layouts (fixed-length sequences), ring plans are priced by the static ring element by
+    element, so the layout statistics skip their per-device step profiles (cp² entries: a cp = 4096 ring would
+    build 16 M of them per distinct (cp, tp)); each plan is priced alike among others and alone."""
+    import numpy as np
+
+    from parplan.hardware import load_cluster
+    from parplan.models.families import cost_model
+    from parplan.models.plan import Plan
+    from parplan.models.plan_arrays import PlanArrays
+    from parplan.workloads import load_workload
+
+    w, c = load_workload("llama3-8b", seq_len=16384), load_cluster("h100-16384")
+    plans = [Plan(dp=4, tp=1, pp=1, cp=4096, mbs=1, vpp=1, zero=1, recompute="none", sp=False),
+             Plan(dp=2048, tp=1, pp=1, cp=8, mbs=1, vpp=1, zero=1, recompute="none", sp=False, cp_kind="ulysses")]
+    model = cost_model(w)
+    res = model.evaluate_workload(w, c, PlanArrays.from_plans(plans))
+    alone = [float(model.evaluate_workload(w, c, PlanArrays.from_plans([p]))["step_time_s"][0]) for p in plans]
+    assert np.allclose(res["step_time_s"], alone, rtol=1e-12)
