@@ -170,6 +170,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) runs within --max-step-time-s and reaches --min-tokens-per-s, read as
     kernel runs per second."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
     from parplan.dataflow import estimate as api_estimate, suggest as api_suggest, view_of
     from parplan.hardware.dsp import load_dsp
     from parplan.workloads.dataflow import load_dataflow
@@ -216,7 +220,10 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 
 def validate(model, hw, *, plan=None, top=None, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
     """Closed form vs the executor over cores × vectorization × unroll (or the given --plan values)."""
-    unread(extra, FAMILY)
+    unread(dict(extra, top=top), FAMILY)  # its plans are fixed (or --plan): --top does not apply
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
     from parplan.executor.dataflow import agreement
 
     rows = agreement(model, hw, plans=list(plan) if plan else None)

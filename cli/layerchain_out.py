@@ -13,6 +13,7 @@ from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_w
 from parplan.cli.family_verbs import unread
 
 FAMILY = "layer-chain"
+MAX_VALIDATE_TOP = 20  # validate --top: the best plans per objective simulated (a DAG's placement plays ~0.1 s each)
 LEGEND = ("latency = one request through the plan; bottleneck = the busiest resource per microbatch (a device's "
           "compute, a link's or a shared channel's airtime); total = the whole stream or training run")
 
@@ -135,6 +136,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) finishes within --max-step-time-s and reaches --min-tokens-per-s
     (here: samples per second)."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
     from parplan.layerchain import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
@@ -178,6 +183,11 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 def validate(model, hw, *, plan=None, top=6, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
     """The closed form vs the engine on the best plans (or the given ones)."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_number(top, "--top", lo=1, hi=MAX_VALIDATE_TOP, integer=True,
+                 what="best plans per objective, each played request by request on the engine")
     from parplan.executor.edge_pipeline import agreement, simulate_estimate
     from parplan.hardware.edge import load_edge_cluster
     from parplan.layerchain import estimate as api_estimate

@@ -128,6 +128,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) fits, runs an iteration within --max-step-time-s and reaches
     --min-tokens-per-s (read as samples per second)."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
     from parplan.layertrain import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
@@ -169,10 +173,14 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 
 def validate(model, hw, *, plan=None, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
     """The closed form against the engine on the workload's standard plans (or the given --plan values)."""
-    extra.pop("top", None)
-    unread(extra, FAMILY)
-    from parplan.executor.layertrain import agreement
+    unread(extra, FAMILY)  # its standard plans (or --plan): --top does not apply
+    from parplan.planner.budget import check_number
 
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    from parplan.executor.layertrain import agreement
+    from parplan.layertrain import check_validation
+
+    check_validation(model, hw, list(plan) if plan else None)
     rows = agreement(model, hw, plans=list(plan) if plan else None)
     bad = [r for r in rows if abs(r["error"]) > tolerance]
     if _fmt(fmt) == "json":

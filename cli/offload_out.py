@@ -172,6 +172,9 @@ def check(model, hw, *, plan=None, max_time_s=None, fmt=Format.table, output=Non
     """PASS when the plan (default: the best at the largest size) fits and its requests finish within
     --max-step-time-s."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
     if _is_heritage(model):
         raise SpecError("check applies to kernel chains, not heritage workloads", key="heritage")
     from parplan.offload import estimate as api_estimate, suggest as api_suggest
@@ -217,7 +220,10 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 
 
 def validate(model, hw, *, plan=None, tolerance=0.05, fmt=Format.table, output=None, top=None, **extra) -> None:
-    unread(extra, FAMILY)
+    unread(dict(extra, top=top), FAMILY)  # its plans are fixed (or --plan): --top does not apply
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
     from parplan.executor.offload import agreement
 
     rows = agreement(model, hw, plans=list(plan) if plan else None)

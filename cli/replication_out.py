@@ -142,6 +142,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) fits, sustains --min-tokens-per-s commands/s and answers within
     --max-step-time-s at the offered load."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
     from parplan.replication import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
@@ -187,7 +191,10 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 
 def validate(model, hw, *, plan=None, tolerance=0.05, fmt=Format.table, output=None, top=None, **extra) -> None:
     """Closed form vs the executor on the workload's schemes (or the given plans)."""
-    unread(extra, FAMILY)
+    unread(dict(extra, top=top), FAMILY)  # its plans are fixed (or --plan): --top does not apply
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
     from parplan.executor.replication import agreement
 
     rows = agreement(model, hw, plans=list(plan) if plan else None)

@@ -122,6 +122,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fmt=Format
           **extra) -> None:
     """PASS when the plan (or the best plan) runs within --max-step-time-s (and reaches ``min_speedup``, API)."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_number(min_speedup, "min_speedup", lo=0, lo_open=True)
     from parplan.tasks import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
@@ -167,8 +171,11 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 
 
 def validate(model, hw, *, tolerance=0.25, fmt=Format.table, output=None, **extra) -> None:
-    unread(extra, FAMILY)
     """Simulate every runtime × a few thread counts × every grain and compare with the closed form."""
+    unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
     from parplan.executor.worksteal import agreement
 
     rows = agreement(model, hw)

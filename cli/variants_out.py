@@ -14,6 +14,7 @@ from parplan.cli.family_verbs import unread
 from parplan.errors import SpecError
 
 FAMILY = "process-network"
+MAX_VALIDATE_TOP = 50  # validate --top: Pareto variants played on the engine (each plays its items; a few ms)
 
 
 def _fmt(fmt) -> str:
@@ -80,11 +81,25 @@ def render(vs, width=None) -> str:
                   notes=lambda dropped: [f"rejected (first violated): {rej or 'none'}"])
 
 
+def _infeasible(err: SpecError) -> None:
+    """No variant meets the workload's constraints: the input is fine, the requirement is not met (exit 1, as
+    ``suggest`` when nothing fits), with why and what the fastest variant reaches on stderr."""
+    import sys
+
+    sys.stderr.write(f"error: {err}\n")  # the error's own (terminal-safe, bounded) line
+    raise typer.Exit(EXIT_CHECK_FAILED)
+
+
 def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, output=None, **extra) -> None:
     unread(extra, FAMILY)
     from parplan.variants import suggest as api
 
-    vs = api(model, hw, objective=objective or "pareto", fix=_fix_map(fix), top=top)
+    try:
+        vs = api(model, hw, objective=objective or "pareto", fix=_fix_map(fix), top=top)
+    except SpecError as err:
+        if err.key != "constraints":  # only "no variant meets the constraints" is an unmet requirement
+            raise
+        _infeasible(err)
     f = _fmt(fmt)
     what = f"{len(vs.rows)} variants"
     if f == "json":
@@ -99,6 +114,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
           **extra) -> None:
     """PASS when the variant (or the fastest feasible one) meets the workload's constraints and the given bounds."""
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
     from parplan.variants import estimate as api, suggest as api_suggest
 
     if plan is None:
@@ -107,7 +126,11 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
         except SpecError as err:
             if err.key != "constraints":
                 raise
-            emit(f"FAIL  {err.message}", output, "check")
+            if _fmt(fmt) == "json":
+                emit(to_json({"ok": False, "plan": None, "reasons": [err.message], "hint": err.hint,
+                              "requirements": []}), output, "check as JSON")
+            else:
+                emit(f"FAIL  {err.message}", output, "check")
             raise typer.Exit(EXIT_CHECK_FAILED) from None
     r = api(model, hw, plan)
     res = [(k, v) for k, v in r["checks"].items()]
@@ -141,6 +164,11 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
 
 def validate(model, hw, *, plan=None, top=None, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
     unread(extra, FAMILY)
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_number(top, "--top", lo=1, hi=MAX_VALIDATE_TOP, integer=True,
+                 what="Pareto variants, each played item by item on the engine")
     from parplan.executor.process_network import agreement
 
     rows = agreement(model, hw, plans=list(plan) if plan else None, top=top or 4)
