@@ -18,6 +18,11 @@ ROW_KEYS = ("mode", "n_devices", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot
             "output_tokens_per_s_high")
 
 
+def _rate(x: float) -> str:
+    """A per-GPU rate to three significant digits (a large cluster at a fixed load runs well below 1 tok/s/GPU)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def _ms(x: float) -> str:
     return "∞" if x != x or x == float("inf") else f"{x * 1e3:,.1f}"
 
@@ -107,8 +112,9 @@ def serve_suggest(model, hw, serve, *, top: int, fmt: Format, output, price_per_
                  f"{f', {s.concurrency} users' if s.concurrency else ''}"
                  f"{f', {s.arrival_rate_per_s:g} req/s' if s.arrival_rate_per_s else ''}; {slo or 'no SLO'}): top "
                  f"{len(ps.ranked)} of {ps.stats['distinct_passing']:,} distinct deployments meeting the SLOs")
-        pareto = " · ".join(f"{e.output_tokens_per_s_per_device:,.0f} tok/s/GPU @ TPOT {_ms(e.tpot_p50_s)} ms"
-                            for e in ps.pareto[:6])
+        points = [f"{_rate(e.output_tokens_per_s_per_device)} tok/s/GPU @ TPOT {_ms(e.tpot_p50_s)} ms"
+                  for e in ps.pareto[:6]]
+        pareto = " · ".join(dict.fromkeys(points))  # points that print alike are said once
         notes = [f"{s.engine}; interval: 80 % band of the tool's latency misses (catalogs/calibration/serving.yaml)",
                  f"Pareto of every deployment that fits (throughput vs TPOT, any TTFT): {pareto}"]
         emit(_table(ps.ranked, title, table_width(output), price_per_hour, ps.equivalent, notes), output,

@@ -36,6 +36,7 @@ POOL_KEYS = ("tp", "pp", "ep", "dp", "batch", "chunk", "replicas")
 KNOB_KEYS = ("spd_drop", "fused", "micro_batches")
 DEFAULT_BATCH = 256  # vLLM's default --max-num-seqs (https://docs.vllm.ai/en/latest/serving/engine_args.html)
 MAX_DEGREE = 1 << 16  # bound on any degree / batch in a string (a typo of 10**9 is refused, not planned)
+MAX_REPLICAS = 1 << 20  # replicas of a pool: as many as a cluster holds devices (hardware.types.MAX_DEVICES)
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,9 @@ class Pool:
                             hint=did_you_mean(str(self.role), ROLES))
         for name in ("replicas", "tp", "pp", "ep", "attn_dp", "max_batch"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_DEGREE:
-                raise SpecError(f"{name} must be a whole number 1–{MAX_DEGREE}, got {short(v)}", key="deployment")
+            cap = MAX_REPLICAS if name == "replicas" else MAX_DEGREE  # tp=1 replicas fill a 2^20-device cluster
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= cap:
+                raise SpecError(f"{name} must be a whole number 1–{cap}, got {short(v)}", key="deployment")
         c = self.chunk_tokens
         if isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= (1 << 24):
             raise SpecError(f"chunk_tokens must be a whole number ≥ 0, got {short(c)}", key="deployment")
