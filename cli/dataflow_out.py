@@ -7,12 +7,9 @@ tolerance); 2 bad input (``SpecError``, one line on stderr).
 """
 from __future__ import annotations
 
-import io
-
-import typer
-
-from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import unread
+from parplan.cli.common import Format, human_s, table_width
+from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
+                                      finish_simulate, finish_validate, fix_pairs, parts_table, unread)
 from parplan.errors import SpecError
 
 FAMILY = "dataflow"
@@ -26,20 +23,11 @@ MAP_LEGEND = ("bw = share of the latency a storage level's bandwidth adds beyond
               "(outermost first) temporal loop factors / spatial fan-out factors")
 
 
-def _fmt(fmt) -> str:
-    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
-
-
-def _csv(rows: list[dict]) -> str:
+def _cell(v):
+    """A CSV cell: a list or mapping (a mapping's levels) as compact JSON."""
     import json
 
-    import pandas as pd
-
-    buf = io.StringIO()
-    flat = [{k: (json.dumps(v, separators=(",", ":")) if isinstance(v, (list, dict)) else v) for k, v in r.items()}
-            for r in rows]
-    pd.DataFrame(flat).to_csv(buf, index=False, float_format="%.6g")
-    return buf.getvalue()
+    return json.dumps(v, separators=(",", ":")) if isinstance(v, (list, dict)) else v
 
 
 def _energy(j: float) -> str:
@@ -50,7 +38,7 @@ def _energy(j: float) -> str:
 
 
 def _table_estimate(e, width) -> str:
-    from parplan.cli.tables import Col, console, fmt_time, render, time_unit
+    from parplan.cli.tables import Col, console, render
 
     con = console(width)
     head = [["plan", e.plan_string() or "(mapping)"], ["latency", f"{human_s(e.total_s)} ({e.cycles:,.0f} cycles)"],
@@ -60,10 +48,7 @@ def _table_estimate(e, width) -> str:
     head += [["note", n] for n in e.notes]
     text = render([Col("k", "left"), Col("v", "left", wrap=True)], head, title=f"{e.workload} on {e.device}",
                   show_header=False, con=con)
-    scale, unit = time_unit(list(e.parts.values()) + [e.total_s])
-    rows = [[k.removesuffix("_s"), fmt_time(v, scale), f"{100 * v / e.total_s:.1f} %"] for k, v in e.parts.items()]
-    rows.append(["total", fmt_time(e.total_s, scale), "100.0 %"])
-    text += render([Col("part", "left"), Col(unit), Col("share")], rows, title="latency breakdown", con=con)
+    text += parts_table(e.parts, e.total_s, "latency breakdown", con)
     if e.energy_j:
         rows = [[k.removesuffix("_j"), _energy(v), f"{100 * v / e.energy_j:.1f} %"] for k, v in e.energy_parts.items()]
         rows.append(["total", _energy(e.energy_j), "100.0 %"])
@@ -88,34 +73,14 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
     from parplan.dataflow import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
-    f = _fmt(fmt)
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "dataflow-estimate", **e.to_dict()}), output, "1 plan as JSON")
-    elif f == "csv":
-        row = {k: v for k, v in e.to_dict().items() if k not in ("breakdown_s", "energy_breakdown_j", "bytes",
-                                                                   "notes", "mapping")}
-        emit(_csv([{**row, **e.parts, **e.energy_parts, **e.bytes}]), output, "1 plan as CSV")
-    else:
-        emit(_table_estimate(e, table_width(output)), output, "1 plan as a table")
+    finish_result(fmt, output, "1 plan", "dataflow-estimate", e,
+                  lambda: csv_text([{**_row(e), **e.parts, **e.energy_parts, **e.bytes}], _cell),
+                  lambda: _table_estimate(e, table_width(output)))
 
 
-def _fix_map(fix) -> dict:
-    out = {}
-    for item in fix or []:
-        if "=" not in item:
-            raise SpecError(f"bad --fix {item!r}: write key=value", key="--fix")
-        k, v = (x.strip() for x in item.split("=", 1))
-        if k not in FIX_KEYS:
-            raise SpecError(f"unknown key {k!r}", key="--fix", allowed=list(FIX_KEYS))
-        if k in ("cores", "unroll"):
-            try:
-                v = int(v)
-            except ValueError:
-                raise SpecError(f"bad value {v!r}: {k} is a whole number", key="--fix") from None
-        elif k == "vector" and v not in ("on", "off"):
-            raise SpecError(f"bad value {v!r}", key="--fix vector", allowed=["on", "off"])
-        out[k] = v
-    return out
+def _row(e) -> dict:
+    return {k: v for k, v in e.to_dict().items()
+            if k not in ("breakdown_s", "energy_breakdown_j", "bytes", "notes", "mapping")}
 
 
 def render_plans(ps, width=None) -> str:
@@ -154,15 +119,10 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     unread(extra, FAMILY)
     from parplan.dataflow import suggest as api_suggest
 
-    ps = api_suggest(model, hw, fix=_fix_map(fix), top=top, objective=objective)
-    f = _fmt(fmt)
-    what = f"{len(ps.rows)} plans"
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "dataflow-suggest", **ps.to_dict()}), output, what + " as JSON")
-    elif f == "csv":
-        emit(_csv(ps.rows), output, what + " as CSV")
-    else:
-        emit(render_plans(ps, width=table_width(output)), output, what + " as a table")
+    fixed = fix_pairs(fix, FIX_KEYS, ints=("cores", "unroll"), choices={"vector": ("on", "off")})
+    ps = api_suggest(model, hw, fix=fixed, top=top, objective=objective)
+    finish_result(fmt, output, f"{len(ps.rows)} plans", "dataflow-suggest", ps, lambda: csv_text(ps.rows, _cell),
+                  lambda: render_plans(ps, width=table_width(output)))
 
 
 def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
@@ -170,10 +130,7 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) runs within --max-step-time-s and reaches --min-tokens-per-s, read as
     kernel runs per second."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
-    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
+    check_bounds(max_time_s, min_throughput)
     from parplan.dataflow import estimate as api_estimate, suggest as api_suggest, view_of
     from parplan.hardware.dsp import load_dsp
     from parplan.workloads.dataflow import load_dataflow
@@ -184,22 +141,12 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     e = api_estimate(model, hw, plan)
     results = []
     if max_time_s is not None:
-        results.append(("latency", e.total_s, max_time_s, e.total_s <= max_time_s))
+        results.append(("latency", e.total_s, max_time_s, e.total_s <= max_time_s, "≤"))
     if min_throughput is not None:
         rate = 1.0 / e.total_s
-        results.append(("runs per second", rate, min_throughput, rate >= min_throughput))
-    ok = all(r[3] for r in results)
-    if _fmt(fmt) == "json":
-        emit(to_json({"ok": ok, "plan": e.plan_string(), "requirements": [
-            {"metric": m, "actual": a, "required": q, "ok": o} for m, a, q, o in results]}), output, "check as JSON")
-    else:
-        lines = [f"{'PASS' if ok else 'FAIL'}  {e.workload} on {e.device}: {e.plan_string() or 'mapping'} "
-                 f"({human_s(e.total_s)})"]
-        lines += [f"  {'ok  ' if o else 'FAIL'} {m}: {a:.6g} (required {'≤' if m == 'latency' else '≥'} {q:.6g})"
-                  for m, a, q, o in results]
-        emit("\n".join(lines), output, "check")
-    if not ok:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        results.append(("runs per second", rate, min_throughput, rate >= min_throughput, "≥"))
+    finish_check(fmt, output, f"{e.workload} on {e.device}: {e.plan_string() or 'mapping'} ({human_s(e.total_s)})",
+                 e.plan_string(), results)
 
 
 def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
@@ -210,33 +157,17 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
     e = api_estimate(model, hw, plan)
     doc = {"kind": "dataflow-simulate", "plan": e.plan_string(), "simulated_s": r.makespan_s,
            "predicted_s": e.total_s, "error": e.total_s / r.makespan_s - 1.0, **r.to_dict()}
-    if _fmt(fmt) == "json":
-        emit(to_json(doc), output, "1 simulation as JSON")
-    else:
-        emit(f"{e.workload} on {e.device}: {e.plan_string()}\n  simulated {human_s(r.makespan_s)} vs closed form "
-             f"{human_s(e.total_s)} ({100 * doc['error']:+.2f} %); {r.iterations:,} iterations, {r.ops:,} ops, "
-             f"cores busy {100 * r.busy_fraction:.0f} %", output, "1 simulation")
+    finish_simulate(fmt, output, doc, f"{e.workload} on {e.device}: {e.plan_string()}\n  simulated "
+                    f"{human_s(r.makespan_s)} vs closed form {human_s(e.total_s)} ({100 * doc['error']:+.2f} %); "
+                    f"{r.iterations:,} iterations, {r.ops:,} ops, cores busy {100 * r.busy_fraction:.0f} %")
 
 
 def validate(model, hw, *, plan=None, top=None, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
     """Closed form vs the executor over cores × vectorization × unroll (or the given --plan values)."""
     unread(dict(extra, top=top), FAMILY)  # its plans are fixed (or --plan): --top does not apply
-    from parplan.planner.budget import check_number
-
-    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_tolerance(tolerance)
     from parplan.executor.dataflow import agreement
 
-    rows = agreement(model, hw, plans=list(plan) if plan else None)
-    bad = [r for r in rows if abs(r["error"]) > tolerance]
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "dataflow-validate", "tolerance": tolerance, "cases": rows}), output,
-             "validation as JSON")
-    elif _fmt(fmt) == "csv":
-        emit(_csv(rows), output, "validation as CSV")
-    else:
-        lines = [f"{r['plan']:<42} simulated {human_s(r['simulated_s'])}, closed form {human_s(r['predicted_s'])} "
-                 f"({100 * r['error']:+.2f} %)" for r in rows]
-        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
-        emit("\n".join(lines), output, "validation")
-    if bad:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_validate("dataflow-validate", fmt, output, agreement(model, hw, plans=list(plan) if plan else None),
+                    tolerance, lambda r: f"{r['plan']:<42} simulated {human_s(r['simulated_s'])}, closed form "
+                                         f"{human_s(r['predicted_s'])} ({100 * r['error']:+.2f} %)", cell=_cell)

@@ -51,20 +51,59 @@ def fmt_name(fmt) -> str:
     return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
 
 
-def csv_text(rows: list) -> str:
-    """Rows (dicts) as CSV, floats to 6 significant digits (as the other verbs write them)."""
+def csv_text(rows: list, cell=None) -> str:
+    """Rows (dicts) as CSV, floats to 6 significant digits (as the other verbs write them); ``cell`` (if given)
+    turns each value into what its cell holds (e.g. a list or mapping as one string)."""
     import io
 
     import pandas as pd
 
+    if cell is not None:
+        rows = [{k: cell(v) for k, v in r.items()} for r in rows]
     buf = io.StringIO()
     pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
     return buf.getvalue()
 
 
-def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value") -> dict:
-    """``--fix key=value`` items as a mapping: keys among ``allowed``, the ``ints`` ones whole numbers; anything
-    else is a one-line error naming the key."""
+def finish_result(fmt, output, what: str, kind: str, result, csv, table) -> None:
+    """Print an estimate or a search: JSON (``{"schema_version": "1", "kind": kind, **result.to_dict()}``), CSV
+    (``csv()``, its text) or a table (``table()``, its text), told on stderr as ``what`` "as JSON" / … with -o."""
+    from parplan.cli.common import emit, to_json
+
+    f = fmt_name(fmt)
+    if f == "json":
+        emit(to_json({"schema_version": "1", "kind": kind, **result.to_dict()}), output, what + " as JSON")
+    elif f == "csv":
+        emit(csv(), output, what + " as CSV")
+    else:
+        emit(table(), output, what + " as a table")
+
+
+def parts_table(parts: dict, total: float, title: str, con) -> str:
+    """A time breakdown (seconds per part) as a table: each part in one time unit with its share of ``total``,
+    then the total."""
+    from parplan.cli.tables import Col, fmt_time, render, time_unit
+
+    scale, unit = time_unit(list(parts.values()) + [total])
+    rows = [[k.removesuffix("_s"), fmt_time(v, scale), f"{100 * v / total:.1f} %" if total else "—"]
+            for k, v in parts.items()]
+    rows.append(["total", fmt_time(total, scale), "100.0 %"])
+    return render([Col("part", "left"), Col(unit), Col("share")], rows, title=title, con=con)
+
+
+def finish_simulate(fmt, output, doc: dict, text: str) -> None:
+    """Print a simulation: ``doc`` as JSON, else ``text``."""
+    from parplan.cli.common import emit, to_json
+
+    if fmt_name(fmt) == "json":
+        emit(to_json(doc), output, "1 simulation as JSON")
+    else:
+        emit(text, output, "1 simulation")
+
+
+def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value", choices=None) -> dict:
+    """``--fix key=value`` items as a mapping: keys among ``allowed``, the ``ints`` ones whole numbers, the
+    ``choices`` ones (key → values) one of theirs; anything else is a one-line error naming the key."""
     out = {}
     for item in fix or []:
         if "=" not in item:
@@ -77,13 +116,31 @@ def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value") -> dict:
                 v = int(v)
             except ValueError:
                 raise SpecError(f"bad value {v!r}: {k} is a whole number", key="--fix") from None
+        elif choices and k in choices and v not in choices[k]:
+            raise SpecError(f"bad value {v!r}", key=f"--fix {k}", allowed=list(choices[k]))
         out[k] = v
     return out
 
 
+def check_bounds(max_time_s=None, min_throughput=None, min_name: str = "--min-tokens-per-s") -> None:
+    """check's bounds > 0 and finite, like every verb's: --max-step-time-s and the throughput (``min_name``)."""
+    from parplan.planner.budget import check_number
+
+    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)
+    check_number(min_throughput, min_name, lo=0, lo_open=True)
+
+
+def check_tolerance(tolerance) -> None:
+    """validate's --tolerance finite in (0, 1), as validate's door checks it."""
+    from parplan.planner.budget import check_number
+
+    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)
+
+
 def finish_check(fmt, output, head: str, plan: str, results: list, notes=(), extra_json=None) -> None:
     """Print a check (PASS/FAIL head line, one line per requirement ``(metric, actual, required, ok, op)`` with op
-    ``≤`` or ``≥``, then ``notes``) or its JSON, and exit 1 when a requirement is not met."""
+    ``≤`` or ``≥``, or with actual None a pass/fail test printed without figures; then ``notes``) or its JSON, and
+    exit 1 when a requirement is not met."""
     import typer
 
     from parplan.cli.common import EXIT_CHECK_FAILED, emit, to_json
@@ -91,20 +148,21 @@ def finish_check(fmt, output, head: str, plan: str, results: list, notes=(), ext
     ok = all(r[3] for r in results)
     if fmt_name(fmt) == "json":
         emit(to_json({"ok": ok, "plan": plan, **(extra_json or {}), "requirements": [
-            {"metric": m, "actual": a, "required": q, "ok": o} for m, a, q, o, _ in results]}), output,
-             "check as JSON")
+            {"metric": m, "ok": o} if a is None else {"metric": m, "actual": a, "required": q, "ok": o}
+            for m, a, q, o, _ in results]}), output, "check as JSON")
     else:
         lines = [f"{'PASS' if ok else 'FAIL'}  {head}"]
-        lines += [f"  {'ok  ' if o else 'FAIL'} {m}: {a:.6g} (required {op} {q:.6g})" for m, a, q, o, op in results]
+        lines += [f"  {'ok  ' if o else 'FAIL'} {m}" + ("" if a is None else f": {a:.6g} (required {op} {q:.6g})")
+                  for m, a, q, o, op in results]
         lines += list(notes)
         emit("\n".join(lines), output, "check")
     if not ok:
         raise typer.Exit(EXIT_CHECK_FAILED)
 
 
-def finish_validate(kind: str, fmt, output, rows: list, tolerance: float, line, digits: int = 1) -> None:
-    """Print a validation (``line(row)`` per case, then "N/M within ±tol") as a table, JSON or CSV, and exit 1 when
-    a case disagrees beyond ``tolerance``."""
+def finish_validate(kind: str, fmt, output, rows: list, tolerance: float, line, digits: int = 1, cell=None) -> None:
+    """Print a validation (``line(row)`` per case, then "N/M within ±tol") as a table, JSON or CSV (``cell`` as in
+    :func:`csv_text`), and exit 1 when a case disagrees beyond ``tolerance``."""
     import typer
 
     from parplan.cli.common import EXIT_CHECK_FAILED, emit, to_json
@@ -114,7 +172,7 @@ def finish_validate(kind: str, fmt, output, rows: list, tolerance: float, line, 
     if f == "json":
         emit(to_json({"kind": kind, "tolerance": tolerance, "cases": rows}), output, "validation as JSON")
     elif f == "csv":
-        emit(csv_text(rows), output, "validation as CSV")
+        emit(csv_text(rows, cell), output, "validation as CSV")
     else:
         lines = [line(r) for r in rows]
         lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.{max(0, digits - 1)}f} %")

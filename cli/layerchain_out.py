@@ -5,29 +5,14 @@ disagrees beyond the tolerance); 2 bad input (``SpecError``).
 """
 from __future__ import annotations
 
-import io
-
-import typer
-
-from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import unread
+from parplan.cli.common import Format, human_s, table_width
+from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
+                                      finish_simulate, finish_validate, parts_table, unread)
 
 FAMILY = "layer-chain"
 MAX_VALIDATE_TOP = 20  # validate --top: the best plans per objective simulated (a DAG's placement plays ~0.1 s each)
 LEGEND = ("latency = one request through the plan; bottleneck = the busiest resource per microbatch (a device's "
           "compute, a link's or a shared channel's airtime); total = the whole stream or training run")
-
-
-def _fmt(fmt) -> str:
-    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
-
-
-def _csv(rows: list[dict]) -> str:
-    import pandas as pd
-
-    buf = io.StringIO()
-    pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
-    return buf.getvalue()
 
 
 def _flat(e) -> dict:
@@ -60,18 +45,14 @@ def _metric_rows(e) -> list:
 
 
 def _table_estimate(e, width) -> str:
-    from parplan.cli.tables import Col, console, fmt_time, render, time_unit
+    from parplan.cli.tables import Col, console, render
 
     con = console(width)
     head = [["technique", e.technique], ["plan", e.plan], ["fits", "yes" if e.fits else "no: " + "; ".join(e.reasons)]]
     head += _metric_rows(e) + [["note", n] for n in e.notes]
     text = render([Col("k", "left"), Col("v", "left", wrap=True)], head, title=f"{e.workload} on {e.cluster}",
                   show_header=False, con=con)
-    scale, unit = time_unit(list(e.parts.values()) + [e.total_s])
-    rows = [[k.removesuffix("_s"), fmt_time(v, scale), f"{100 * v / e.total_s:.1f} %" if e.total_s else "—"]
-            for k, v in e.parts.items()]
-    rows.append(["total", fmt_time(e.total_s, scale), "100.0 %"])
-    text += render([Col("part", "left"), Col(unit), Col("share")], rows, title="time", con=con)
+    text += parts_table(e.parts, e.total_s, "time", con)
     if e.stages and "compute_s" in e.stages[0]:
         cols = [Col("device", "left"), Col("type", "left", keep=2), Col("what", "left"), Col("compute"),
                 Col("transfer", keep=1), Col("memory MiB", keep=3)]
@@ -87,13 +68,8 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
     from parplan.layerchain import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
-    f = _fmt(fmt)
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "layerchain-estimate", **e.to_dict()}), output, "1 plan as JSON")
-    elif f == "csv":
-        emit(_csv([_flat(e)]), output, "1 plan as CSV")
-    else:
-        emit(_table_estimate(e, table_width(output)), output, "1 plan as a table")
+    finish_result(fmt, output, "1 plan", "layerchain-estimate", e, lambda: csv_text([_flat(e)]),
+                  lambda: _table_estimate(e, table_width(output)))
 
 
 def render_plans(ps, width=None) -> str:
@@ -121,14 +97,8 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     from parplan.layerchain import suggest as api_suggest
 
     ps = api_suggest(model, hw, objective=objective, top=top)
-    f = _fmt(fmt)
-    what = f"{len(ps.rows)} plans"
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "layerchain-suggest", **ps.to_dict()}), output, what + " as JSON")
-    elif f == "csv":
-        emit(_csv([_flat(e) for e in ps.rows]), output, what + " as CSV")
-    else:
-        emit(render_plans(ps, width=table_width(output)), output, what + " as a table")
+    finish_result(fmt, output, f"{len(ps.rows)} plans", "layerchain-suggest", ps,
+                  lambda: csv_text([_flat(e) for e in ps.rows]), lambda: render_plans(ps, width=table_width(output)))
 
 
 def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
@@ -136,31 +106,18 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) finishes within --max-step-time-s and reaches --min-tokens-per-s
     (here: samples per second)."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
-    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
+    check_bounds(max_time_s, min_throughput)
     from parplan.layerchain import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
     thr = e.metrics.get("throughput_per_s", e.metrics.get("samples_per_s", 0.0))
     results = []
     if max_time_s is not None:
-        results.append(("total time", e.total_s, max_time_s, e.total_s <= max_time_s))
+        results.append(("total time", e.total_s, max_time_s, e.total_s <= max_time_s, "≤"))
     if min_throughput is not None:
-        results.append(("samples/s", thr, min_throughput, thr >= min_throughput))
-    results.append(("fits memory", float(e.fits), 1.0, e.fits))
-    ok = all(r[3] for r in results)
-    if _fmt(fmt) == "json":
-        emit(to_json({"ok": ok, "plan": e.plan, "requirements": [
-            {"metric": m, "actual": a, "required": q, "ok": o} for m, a, q, o in results]}), output, "check as JSON")
-    else:
-        lines = [f"{'PASS' if ok else 'FAIL'}  {e.workload} on {e.cluster}: {e.plan} ({human_s(e.total_s)})"]
-        lines += [f"  {'ok  ' if o else 'FAIL'} {m}: {a:.6g} (required {'≤' if m == 'total time' else '≥'} {q:.6g})"
-                  for m, a, q, o in results]
-        emit("\n".join(lines), output, "check")
-    if not ok:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        results.append(("samples/s", thr, min_throughput, thr >= min_throughput, "≥"))
+    results.append(("fits memory", float(e.fits), 1.0, e.fits, "≥"))
+    finish_check(fmt, output, f"{e.workload} on {e.cluster}: {e.plan} ({human_s(e.total_s)})", e.plan, results)
 
 
 def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
@@ -168,16 +125,13 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
     from parplan.layerchain import simulate as api_simulate
 
     r = api_simulate(model, hw, plan)
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "layerchain-simulate", **r}), output, "1 simulation as JSON")
-    else:
-        text = (f"{r['plan']}\n  simulated {human_s(r['simulated_s'])} vs closed form {human_s(r['predicted_s'])} "
-                f"({100 * r['error']:+.2f} %)")
-        if "availability_simulated" in r:
-            text += (f"\n  availability: election {r['availability_simulated']:.6f} (closed form "
-                     f"{r['availability_predicted']:.6f}), standalone {r['availability_standalone_simulated']:.6f} "
-                     f"({r['availability_standalone_predicted']:.6f})")
-        emit(text, output, "1 simulation")
+    text = (f"{r['plan']}\n  simulated {human_s(r['simulated_s'])} vs closed form {human_s(r['predicted_s'])} "
+            f"({100 * r['error']:+.2f} %)")
+    if "availability_simulated" in r:
+        text += (f"\n  availability: election {r['availability_simulated']:.6f} (closed form "
+                 f"{r['availability_predicted']:.6f}), standalone {r['availability_standalone_simulated']:.6f} "
+                 f"({r['availability_standalone_predicted']:.6f})")
+    finish_simulate(fmt, output, {"kind": "layerchain-simulate", **r}, text)
 
 
 def validate(model, hw, *, plan=None, top=6, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
@@ -185,7 +139,7 @@ def validate(model, hw, *, plan=None, top=6, tolerance=0.05, fmt=Format.table, o
     unread(extra, FAMILY)
     from parplan.planner.budget import check_number
 
-    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_tolerance(tolerance)
     check_number(top, "--top", lo=1, hi=MAX_VALIDATE_TOP, integer=True,
                  what="best plans per objective, each played request by request on the engine")
     from parplan.executor.edge_pipeline import agreement, simulate_estimate
@@ -198,16 +152,6 @@ def validate(model, hw, *, plan=None, top=6, tolerance=0.05, fmt=Format.table, o
         rows = [simulate_estimate(spec, cluster, api_estimate(spec, cluster, p)) for p in plan]
     else:
         rows = agreement(model, hw, top=top or 6)
-    bad = [r for r in rows if abs(r["error"]) > tolerance]
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "layerchain-validate", "tolerance": tolerance, "cases": rows}), output,
-             "validation as JSON")
-    elif _fmt(fmt) == "csv":
-        emit(_csv(rows), output, "validation as CSV")
-    else:
-        lines = [f"{r['technique']:<14} {r['plan']}: simulated {human_s(r['simulated_s'])}, closed form "
-                 f"{human_s(r['predicted_s'])} ({100 * r['error']:+.2f} %)" for r in rows]
-        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
-        emit("\n".join(lines), output, "validation")
-    if bad:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_validate("layerchain-validate", fmt, output, rows, tolerance,
+                    lambda r: f"{r['technique']:<14} {r['plan']}: simulated {human_s(r['simulated_s'])}, closed form "
+                              f"{human_s(r['predicted_s'])} ({100 * r['error']:+.2f} %)")

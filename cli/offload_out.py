@@ -7,12 +7,9 @@ frame query, upload).  ``check`` reads --max-step-time-s as the bound on the wor
 """
 from __future__ import annotations
 
-import io
-
-import typer
-
-from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import unread
+from parplan.cli.common import Format, emit, human_s, table_width, to_json
+from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
+                                      finish_simulate, finish_validate, fix_pairs, fmt_name, unread)
 from parplan.errors import SpecError
 
 FAMILY = "offload"
@@ -22,18 +19,6 @@ _SHORT = {"message_s": "msg", "enqueue_s": "enq", "h2d_s": "h2d", "launch_s": "l
 LEGEND = ("shares of one request: msg = actor messages, enq = enqueue, h2d/d2h = PCIe transfers (latency + bytes), "
           "lnch = kernel launches, dev = device compute, cpu = host compute, net = remote actor transfers; time = the "
           "workload's requests pipelined through the actors, bottleneck = the busiest resource")
-
-
-def _fmt(fmt) -> str:
-    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
-
-
-def _csv(rows: list[dict]) -> str:
-    import pandas as pd
-
-    buf = io.StringIO()
-    pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
-    return buf.getvalue()
 
 
 def _is_heritage(model) -> bool:
@@ -47,11 +32,11 @@ def _heritage(model, hw, fmt, output) -> None:
     from parplan.offload import heritage
 
     r = heritage(model, hw)
-    if _fmt(fmt) == "json":
+    if fmt_name(fmt) == "json":
         emit(to_json({"schema_version": "1", "kind": "offload-heritage", **r.to_dict()}), output, "report as JSON")
         return
-    if _fmt(fmt) == "csv":
-        emit(_csv(r.to_dict()["edits"]), output, "edits as CSV")
+    if fmt_name(fmt) == "csv":
+        emit(csv_text(r.to_dict()["edits"]), output, "edits as CSV")
         return
     con = console(table_width(output))
     s = r.storage_bytes
@@ -97,14 +82,12 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
     from parplan.offload import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
-    f = _fmt(fmt)
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "offload-estimate", **e.to_dict()}), output, "1 plan as JSON")
-    elif f == "csv":
-        row = {k: v for k, v in e.to_dict().items() if not isinstance(v, (dict, list))}
-        emit(_csv([{**row, **e.parts}]), output, "1 plan as CSV")
-    else:
-        emit(_table_estimate(e, table_width(output)), output, "1 plan as a table")
+    finish_result(fmt, output, "1 plan", "offload-estimate", e, lambda: csv_text([{**_scalars(e), **e.parts}]),
+                  lambda: _table_estimate(e, table_width(output)))
+
+
+def _scalars(e) -> dict:
+    return {k: v for k, v in e.to_dict().items() if not isinstance(v, (dict, list))}
 
 
 def _fix_map(fix, model, hw) -> dict:
@@ -114,14 +97,7 @@ def _fix_map(fix, model, hw) -> dict:
     from parplan.models.offload import parse_plan
     from parplan.workloads.offload import load_offload
 
-    keys = []
-    for item in fix:
-        if "=" not in item:
-            raise SpecError(f"bad --fix {item!r}: write key=value", key="--fix")
-        k = item.split("=", 1)[0].strip()
-        if k not in FIX_KEYS:
-            raise SpecError(f"unknown key {k!r}", key="--fix", allowed=FIX_KEYS)
-        keys.append(k)
+    keys = fix_pairs(fix, FIX_KEYS)  # the keys; parse_plan reads the values as a --plan's
     plan = parse_plan(",".join(fix), load_offload(model), load_offload_node(hw))
     return {k: plan[k] for k in keys}
 
@@ -158,23 +134,16 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     from parplan.offload import suggest as api_suggest
 
     ps = api_suggest(model, hw, fix=_fix_map(fix, model, hw), top=top)
-    f = _fmt(fmt)
-    what = f"{len(ps.rows)} plans"
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "offload-suggest", **ps.to_dict()}), output, what + " as JSON")
-    elif f == "csv":
-        emit(_csv([{k: v for k, v in r.items() if k != "reasons"} for r in ps.rows]), output, what + " as CSV")
-    else:
-        emit(render_plans(ps, width=table_width(output)), output, what + " as a table")
+    finish_result(fmt, output, f"{len(ps.rows)} plans", "offload-suggest", ps,
+                  lambda: csv_text([{k: v for k, v in r.items() if k != "reasons"} for r in ps.rows]),
+                  lambda: render_plans(ps, width=table_width(output)))
 
 
 def check(model, hw, *, plan=None, max_time_s=None, fmt=Format.table, output=None, **extra) -> None:
     """PASS when the plan (default: the best at the largest size) fits and its requests finish within
     --max-step-time-s."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
+    check_bounds(max_time_s)
     if _is_heritage(model):
         raise SpecError("check applies to kernel chains, not heritage workloads", key="heritage")
     from parplan.offload import estimate as api_estimate, suggest as api_suggest
@@ -184,21 +153,11 @@ def check(model, hw, *, plan=None, max_time_s=None, fmt=Format.table, output=Non
         plan = (f"place={best['place']},resident={str(best['resident']).lower()},chunks={best['chunks']},"
                 f"api={best['api']},n={best['n']:g}")
     e = api_estimate(model, hw, plan)
-    results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits)]
+    results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits, "≥")]
     if max_time_s is not None:
-        results.append(("time", e.requests_s, max_time_s, e.requests_s <= max_time_s))
-    ok = all(r[3] for r in results)
-    if _fmt(fmt) == "json":
-        emit(to_json({"ok": ok, "plan": e.plan_string(), "reasons": e.reasons, "requirements": [
-            {"metric": m, "actual": a, "required": q, "ok": o} for m, a, q, o in results]}), output, "check as JSON")
-    else:
-        lines = [f"{'PASS' if ok else 'FAIL'}  {e.workload} on {e.node}: {e.plan_string()} ({human_s(e.requests_s)})"]
-        lines += [f"  {'ok  ' if o else 'FAIL'} {m}: {a:.6g} (required {'≤' if m == 'time' else '≥'} {q:.6g})"
-                  for m, a, q, o in results]
-        lines += [f"  why: {r}" for r in e.reasons]
-        emit("\n".join(lines), output, "check")
-    if not ok:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        results.append(("time", e.requests_s, max_time_s, e.requests_s <= max_time_s, "≤"))
+    finish_check(fmt, output, f"{e.workload} on {e.node}: {e.plan_string()} ({human_s(e.requests_s)})",
+                 e.plan_string(), results, [f"  why: {r}" for r in e.reasons], {"reasons": e.reasons})
 
 
 def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
@@ -211,31 +170,16 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
     r = api_simulate(model, hw, plan)
     doc = {"kind": "offload-simulate", "plan": e.plan_string(), "requests": r.requests, "simulated_s": r.makespan_s,
            "predicted_s": e.requests_s, "error": e.requests_s / r.makespan_s - 1.0, "events": r.events}
-    if _fmt(fmt) == "json":
-        emit(to_json(doc), output, "1 simulation as JSON")
-    else:
-        emit(f"{e.workload} on {e.node}: {e.plan_string()}\n  simulated {human_s(r.makespan_s)} vs closed form "
-             f"{human_s(e.requests_s)} ({100 * doc['error']:+.1f} %) for {r.requests} request(s)", output,
-             "1 simulation")
+    finish_simulate(fmt, output, doc, f"{e.workload} on {e.node}: {e.plan_string()}\n  simulated "
+                    f"{human_s(r.makespan_s)} vs closed form {human_s(e.requests_s)} ({100 * doc['error']:+.1f} %) "
+                    f"for {r.requests} request(s)")
 
 
 def validate(model, hw, *, plan=None, tolerance=0.05, fmt=Format.table, output=None, top=None, **extra) -> None:
     unread(dict(extra, top=top), FAMILY)  # its plans are fixed (or --plan): --top does not apply
-    from parplan.planner.budget import check_number
-
-    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_tolerance(tolerance)
     from parplan.executor.offload import agreement
 
-    rows = agreement(model, hw, plans=list(plan) if plan else None)
-    bad = [r for r in rows if abs(r["error"]) > tolerance]
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "offload-validate", "tolerance": tolerance, "cases": rows}), output, "validation as JSON")
-    elif _fmt(fmt) == "csv":
-        emit(_csv(rows), output, "validation as CSV")
-    else:
-        lines = [f"{r['plan']:<70} simulated {human_s(r['simulated_s'])}, closed form {human_s(r['predicted_s'])} "
-                 f"({100 * r['error']:+.2f} %)" for r in rows]
-        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
-        emit("\n".join(lines), output, "validation")
-    if bad:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_validate("offload-validate", fmt, output, agreement(model, hw, plans=list(plan) if plan else None),
+                    tolerance, lambda r: f"{r['plan']:<70} simulated {human_s(r['simulated_s'])}, closed form "
+                                         f"{human_s(r['predicted_s'])} ({100 * r['error']:+.2f} %)")

@@ -8,12 +8,9 @@ disagrees beyond the tolerance); 2 bad input.
 """
 from __future__ import annotations
 
-import io
-
-import typer
-
-from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import unread
+from parplan.cli.common import Format, human_s, table_width
+from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
+                                      finish_simulate, finish_validate, fix_pairs, unread)
 from parplan.errors import SpecError
 
 FAMILY = "replicated-service"
@@ -24,18 +21,6 @@ LEGEND = ("latency shares: cli = client → leader, bat = batch fill, lead = rin
           "transfers, prop = accept/ack/decision propagation, dlv = learner delivery, sch = central scheduler, que = "
           "thread queue, exe = execution (+ barrier signalling), rep = reply; limit = the resource that bounds the "
           "throughput")
-
-
-def _fmt(fmt) -> str:
-    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
-
-
-def _csv(rows: list[dict]) -> str:
-    import pandas as pd
-
-    buf = io.StringIO()
-    pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
-    return buf.getvalue()
 
 
 def _kcmd(x: float) -> str:
@@ -70,32 +55,14 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
     from parplan.replication import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
-    f = _fmt(fmt)
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "replication-estimate", **e.to_dict()}), output, "1 plan as JSON")
-    elif f == "csv":
-        row = {k: v for k, v in e.to_dict().items() if not isinstance(v, (dict, list))}
-        emit(_csv([{**row, **{f"cap_{k}": v for k, v in e.capacity_s.items()},
-                    **{f"lat_{k}": v for k, v in e.latency_parts_s.items()}}]), output, "1 plan as CSV")
-    else:
-        emit(_table_estimate(e, table_width(output)), output, "1 plan as a table")
+    finish_result(fmt, output, "1 plan", "replication-estimate", e, lambda: csv_text([_flat(e)]),
+                  lambda: _table_estimate(e, table_width(output)))
 
 
-def _fix_map(fix) -> dict:
-    out = {}
-    for item in fix or []:
-        if "=" not in item:
-            raise SpecError(f"bad --fix {item!r}: write key=value", key="--fix")
-        k, v = (x.strip() for x in item.split("=", 1))
-        if k not in FIX_KEYS:
-            raise SpecError(f"unknown key {k!r}", key="--fix", allowed=FIX_KEYS)
-        if k != "scheme":
-            try:
-                v = int(v)
-            except ValueError:
-                raise SpecError(f"bad value {v!r}: {k} is a whole number", key="--fix") from None
-        out[k] = v
-    return out
+def _flat(e) -> dict:
+    row = {k: v for k, v in e.to_dict().items() if not isinstance(v, (dict, list))}
+    return {**row, **{f"cap_{k}": v for k, v in e.capacity_s.items()},
+            **{f"lat_{k}": v for k, v in e.latency_parts_s.items()}}
 
 
 def render_plans(ps, width=None) -> str:
@@ -126,15 +93,10 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     unread(extra, FAMILY)
     from parplan.replication import suggest as api_suggest
 
-    ps = api_suggest(model, hw, fix=_fix_map(fix), top=top, objective=objective)
-    f = _fmt(fmt)
-    what = f"{len(ps.rows)} plans"
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "replication-suggest", **ps.to_dict()}), output, what + " as JSON")
-    elif f == "csv":
-        emit(_csv([{k: v for k, v in r.items() if k != "reasons"} for r in ps.rows]), output, what + " as CSV")
-    else:
-        emit(render_plans(ps, width=table_width(output)), output, what + " as a table")
+    ps = api_suggest(model, hw, fix=fix_pairs(fix, FIX_KEYS, ints=FIX_KEYS[1:]), top=top, objective=objective)
+    finish_result(fmt, output, f"{len(ps.rows)} plans", "replication-suggest", ps,
+                  lambda: csv_text([{k: v for k, v in r.items() if k != "reasons"} for r in ps.rows]),
+                  lambda: render_plans(ps, width=table_width(output)))
 
 
 def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
@@ -142,34 +104,21 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     """PASS when the plan (or the best plan) fits, sustains --min-tokens-per-s commands/s and answers within
     --max-step-time-s at the offered load."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
-    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
+    check_bounds(max_time_s, min_throughput)
     from parplan.replication import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
         best = api_suggest(model, hw, top=1).rows[0]
         plan = ",".join(f"{k}={best[k]}" for k in FIX_KEYS)
     e = api_estimate(model, hw, plan)
-    results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits)]
+    results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits, "≥")]
     if min_throughput is not None:
-        results.append(("throughput", e.throughput_per_s, min_throughput, e.throughput_per_s >= min_throughput))
+        results.append(("throughput", e.throughput_per_s, min_throughput, e.throughput_per_s >= min_throughput, "≥"))
     if max_time_s is not None:
-        results.append(("latency", e.latency_s, max_time_s, e.fits and e.latency_s <= max_time_s))
-    ok = all(r[3] for r in results)
-    if _fmt(fmt) == "json":
-        emit(to_json({"ok": ok, "plan": e.plan_string(), "reasons": e.reasons, "requirements": [
-            {"metric": m, "actual": a, "required": q, "ok": o} for m, a, q, o in results]}), output, "check as JSON")
-    else:
-        lines = [f"{'PASS' if ok else 'FAIL'}  {e.workload} on {e.machine}: {e.plan_string()} "
-                 f"({_kcmd(e.throughput_per_s)}, bound: {e.limit})"]
-        lines += [f"  {'ok  ' if o else 'FAIL'} {m}: {a:.6g} (required {'≤' if m == 'latency' else '≥'} {q:.6g})"
-                  for m, a, q, o in results]
-        lines += [f"  why: {r}" for r in e.reasons]
-        emit("\n".join(lines), output, "check")
-    if not ok:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        results.append(("latency", e.latency_s, max_time_s, e.fits and e.latency_s <= max_time_s, "≤"))
+    finish_check(fmt, output, f"{e.workload} on {e.machine}: {e.plan_string()} ({_kcmd(e.throughput_per_s)}, "
+                              f"bound: {e.limit})", e.plan_string(), results, [f"  why: {r}" for r in e.reasons],
+                 {"reasons": e.reasons})
 
 
 def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
@@ -181,33 +130,17 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
     doc = {"kind": "replication-simulate", "plan": e.plan_string(), "commands": r.commands,
            "simulated_throughput_per_s": r.throughput_per_s, "predicted_throughput_per_s": e.throughput_per_s,
            "error": e.throughput_per_s / r.throughput_per_s - 1.0, "limit": e.limit, "events": r.events}
-    if _fmt(fmt) == "json":
-        emit(to_json(doc), output, "1 simulation as JSON")
-    else:
-        emit(f"{e.workload} on {e.machine}: {e.plan_string()}\n  simulated {_kcmd(r.throughput_per_s)} vs closed "
-             f"form {_kcmd(e.throughput_per_s)} ({100 * doc['error']:+.1f} %), bound: {e.limit}; "
-             f"{r.commands:,} commands, {r.events:,} events", output, "1 simulation")
+    finish_simulate(fmt, output, doc, f"{e.workload} on {e.machine}: {e.plan_string()}\n  simulated "
+                    f"{_kcmd(r.throughput_per_s)} vs closed form {_kcmd(e.throughput_per_s)} "
+                    f"({100 * doc['error']:+.1f} %), bound: {e.limit}; {r.commands:,} commands, {r.events:,} events")
 
 
 def validate(model, hw, *, plan=None, tolerance=0.05, fmt=Format.table, output=None, top=None, **extra) -> None:
     """Closed form vs the executor on the workload's schemes (or the given plans)."""
     unread(dict(extra, top=top), FAMILY)  # its plans are fixed (or --plan): --top does not apply
-    from parplan.planner.budget import check_number
-
-    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_tolerance(tolerance)
     from parplan.executor.replication import agreement
 
-    rows = agreement(model, hw, plans=list(plan) if plan else None)
-    bad = [r for r in rows if abs(r["error"]) > tolerance]
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "replication-validate", "tolerance": tolerance, "cases": rows}), output,
-             "validation as JSON")
-    elif _fmt(fmt) == "csv":
-        emit(_csv(rows), output, "validation as CSV")
-    else:
-        lines = [f"{r['plan']:<44} {r['metric']:<17} simulated {r['simulated']:.6g}, closed form "
-                 f"{r['predicted']:.6g} ({100 * r['error']:+.2f} %)" for r in rows]
-        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
-        emit("\n".join(lines), output, "validation")
-    if bad:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_validate("replication-validate", fmt, output, agreement(model, hw, plans=list(plan) if plan else None),
+                    tolerance, lambda r: f"{r['plan']:<44} {r['metric']:<17} simulated {r['simulated']:.6g}, closed "
+                                         f"form {r['predicted']:.6g} ({100 * r['error']:+.2f} %)")

@@ -7,12 +7,9 @@ tolerance); 2 bad input (``SpecError``, one line on stderr).
 """
 from __future__ import annotations
 
-import io
-
-import typer
-
-from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import unread
+from parplan.cli.common import Format, human_s, table_width
+from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
+                                      finish_simulate, finish_validate, fix_pairs, parts_table, unread)
 from parplan.errors import SpecError
 from parplan.models.tasks_terms import TIME_PARTS
 
@@ -22,22 +19,11 @@ FAMILY = "task-graph"
 LEGEND = ("shares of the run time: comp = useful work, mem = bandwidth-roofline excess, ovh = per-task runtime cost, "
           "cont = serialized (team-wide lock, single producer), span = burdened span, barr = barriers, rec = "
           "record (replay runtimes), halo/allr = MPI")
-
-
-def _fmt(fmt) -> str:
-    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
-
-
-def _csv(rows: list[dict]) -> str:
-    import pandas as pd
-
-    buf = io.StringIO()
-    pd.DataFrame(rows).to_csv(buf, index=False, float_format="%.6g")
-    return buf.getvalue()
+FIX_KEYS = ("runtime", "threads", "sockets", "grain", "ranks")
 
 
 def _table_estimate(e, width) -> str:
-    from parplan.cli.tables import Col, console, fmt_time, render, time_unit
+    from parplan.cli.tables import Col, console, render
 
     con = console(width)
     head = [["plan", e.plan_string()], ["run time", human_s(e.total_s)],
@@ -45,10 +31,7 @@ def _table_estimate(e, width) -> str:
             ["tasks", f"{e.tasks:,.0f} of {human_s(e.grain_s)} mean grain"]] + [["note", n] for n in e.notes]
     text = render([Col("k", "left"), Col("v", "left", wrap=True)], head, title=f"{e.workload} on {e.machine}",
                   show_header=False, con=con)
-    scale, unit = time_unit(list(e.parts.values()) + [e.total_s])
-    rows = [[k.removesuffix("_s"), fmt_time(v, scale), f"{100 * v / e.total_s:.1f} %"] for k, v in e.parts.items()]
-    rows.append(["total", fmt_time(e.total_s, scale), "100.0 %"])
-    return text + render([Col("part", "left"), Col(unit), Col("share")], rows, title="time (all iterations)", con=con)
+    return text + parts_table(e.parts, e.total_s, "time (all iterations)", con)
 
 
 def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) -> None:
@@ -56,32 +39,12 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
     from parplan.tasks import estimate as api_estimate
 
     e = api_estimate(model, hw, plan)
-    f = _fmt(fmt)
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "task-estimate", **e.to_dict()}), output, "1 plan as JSON")
-    elif f == "csv":
-        row = {k: v for k, v in e.to_dict().items() if k not in ("breakdown_s", "notes")}
-        emit(_csv([{**row, **e.parts}]), output, "1 plan as CSV")
-    else:
-        emit(_table_estimate(e, table_width(output)), output, "1 plan as a table")
+    finish_result(fmt, output, "1 plan", "task-estimate", e, lambda: csv_text([{**_row(e), **e.parts}]),
+                  lambda: _table_estimate(e, table_width(output)))
 
 
-def _fix_map(fix) -> dict:
-    out = {}
-    for item in fix or []:
-        if "=" not in item:
-            raise SpecError(f"bad --fix {item!r}: write key=value", key="--fix")
-        k, v = (x.strip() for x in item.split("=", 1))
-        if k not in ("runtime", "threads", "sockets", "grain", "ranks"):
-            raise SpecError(f"unknown key {k!r}", key="--fix", allowed=["runtime", "threads", "sockets", "grain",
-                                                                         "ranks"])
-        if k != "runtime":
-            try:
-                v = int(v)
-            except ValueError:
-                raise SpecError(f"bad value {v!r}: {k} is a whole number", key="--fix") from None
-        out[k] = v
-    return out
+def _row(e) -> dict:
+    return {k: v for k, v in e.to_dict().items() if k not in ("breakdown_s", "notes")}
 
 
 def render_plans(ps, width=None) -> str:
@@ -107,48 +70,29 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     unread(extra, FAMILY)
     from parplan.tasks import suggest as api_suggest
 
-    ps = api_suggest(model, hw, fix=_fix_map(fix), top=top)
-    f = _fmt(fmt)
-    what = f"{len(ps.rows)} plans"
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "task-suggest", **ps.to_dict()}), output, what + " as JSON")
-    elif f == "csv":
-        emit(_csv(ps.rows), output, what + " as CSV")
-    else:
-        emit(render_plans(ps, width=table_width(output)), output, what + " as a table")
+    ps = api_suggest(model, hw, fix=fix_pairs(fix, FIX_KEYS, ints=FIX_KEYS[1:]), top=top)
+    finish_result(fmt, output, f"{len(ps.rows)} plans", "task-suggest", ps, lambda: csv_text(ps.rows),
+                  lambda: render_plans(ps, width=table_width(output)))
 
 
 def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the plan (or the best plan) runs within --max-step-time-s (and reaches ``min_speedup``, API)."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
-    check_number(min_speedup, "min_speedup", lo=0, lo_open=True)
+    check_bounds(max_time_s, min_speedup, min_name="min_speedup")
     from parplan.tasks import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
         best = api_suggest(model, hw, top=1).rows[0]
-        plan = ",".join(f"{k}={best[k]}" for k in ("runtime", "threads", "sockets", "grain", "ranks"))
+        plan = ",".join(f"{k}={best[k]}" for k in FIX_KEYS)
     e = api_estimate(model, hw, plan)
     results = []
     if max_time_s is not None:
-        results.append(("run time", e.total_s, max_time_s, e.total_s <= max_time_s))
+        results.append(("run time", e.total_s, max_time_s, e.total_s <= max_time_s, "≤"))
     if min_speedup is not None:
-        results.append(("speedup", e.speedup, min_speedup, e.speedup >= min_speedup))
-    ok = all(r[3] for r in results)
-    if _fmt(fmt) == "json":
-        emit(to_json({"ok": ok, "plan": e.plan_string(), "requirements": [
-            {"metric": m, "actual": a, "required": q, "ok": o} for m, a, q, o in results]}), output, "check as JSON")
-    else:
-        lines = [f"{'PASS' if ok else 'FAIL'}  {e.workload} on {e.machine}: {e.plan_string()} "
-                 f"({human_s(e.total_s)}, {e.speedup:.1f}×)"]
-        lines += [f"  {'ok  ' if o else 'FAIL'} {m}: {a:.6g} (required {'≤' if m == 'run time' else '≥'} {q:.6g})"
-                  for m, a, q, o in results]
-        emit("\n".join(lines), output, "check")
-    if not ok:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+        results.append(("speedup", e.speedup, min_speedup, e.speedup >= min_speedup, "≥"))
+    finish_check(fmt, output, f"{e.workload} on {e.machine}: {e.plan_string()} ({human_s(e.total_s)}, "
+                              f"{e.speedup:.1f}×)", e.plan_string(), results)
 
 
 def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
@@ -160,35 +104,20 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
     doc = {"kind": "task-simulate", "plan": e.plan_string(), "simulated_s": r.makespan_s, "predicted_s": e.total_s,
            "error": r.makespan_s / e.total_s - 1.0, "tasks": r.tasks, "steals": r.steals,
            "failed_steals": r.failed_steals, "busy_fraction": r.busy_fraction, "scaled": r.scale}
-    if _fmt(fmt) == "json":
-        emit(to_json(doc), output, "1 simulation as JSON")
-    else:
-        emit(f"{e.workload} on {e.machine}: {e.plan_string()}\n  simulated {human_s(r.makespan_s)} vs closed form "
-             f"{human_s(e.total_s)} ({100 * doc['error']:+.1f} %); {r.tasks:,} tasks, {r.steals:,} steals "
-             f"({r.failed_steals:,} failed), workers busy {100 * r.busy_fraction:.0f} %"
-             + (f"; graph scaled ×{r.scale:g} to fit the simulation budget" if r.scale != 1 else ""), output,
-             "1 simulation")
+    finish_simulate(fmt, output, doc, f"{e.workload} on {e.machine}: {e.plan_string()}\n  simulated "
+                    f"{human_s(r.makespan_s)} vs closed form {human_s(e.total_s)} ({100 * doc['error']:+.1f} %); "
+                    f"{r.tasks:,} tasks, {r.steals:,} steals ({r.failed_steals:,} failed), workers busy "
+                    f"{100 * r.busy_fraction:.0f} %"
+                    + (f"; graph scaled ×{r.scale:g} to fit the simulation budget" if r.scale != 1 else ""))
 
 
 def validate(model, hw, *, tolerance=0.25, fmt=Format.table, output=None, **extra) -> None:
     """Simulate every runtime × a few thread counts × every grain and compare with the closed form."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_tolerance(tolerance)
     from parplan.executor.worksteal import agreement
 
-    rows = agreement(model, hw)
-    bad = [r for r in rows if abs(r["error"]) > tolerance]
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "task-validate", "tolerance": tolerance, "cases": rows}), output, "validation as JSON")
-    elif _fmt(fmt) == "csv":
-        emit(_csv(rows), output, "validation as CSV")
-    else:
-        lines = [f"{r['runtime']:<11} thr {r['threads']:>4} grain {r['grain']:>7}: simulated "
-                 f"{human_s(r['simulated_s'])}, closed form {human_s(r['predicted_s'])} ({100 * r['error']:+.1f} %)"
-                 for r in rows]
-        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
-        emit("\n".join(lines), output, "validation")
-    if bad:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_validate("task-validate", fmt, output, agreement(model, hw), tolerance,
+                    lambda r: f"{r['runtime']:<11} thr {r['threads']:>4} grain {r['grain']:>7}: simulated "
+                              f"{human_s(r['simulated_s'])}, closed form {human_s(r['predicted_s'])} "
+                              f"({100 * r['error']:+.1f} %)")

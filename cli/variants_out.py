@@ -5,30 +5,20 @@ file); ``--min-tokens-per-s`` reads as items per second and ``--max-step-time-s`
 """
 from __future__ import annotations
 
-import io
-
 import typer
 
 from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import unread
+from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
+                                      finish_simulate, finish_validate, fix_pairs, fmt_name, unread)
 from parplan.errors import SpecError
 
 FAMILY = "process-network"
 MAX_VALIDATE_TOP = 50  # validate --top: Pareto variants played on the engine (each plays its items; a few ms)
 
 
-def _fmt(fmt) -> str:
-    return fmt.value if isinstance(fmt, Format) else str(fmt or "table")
-
-
-def _csv(rows: list[dict]) -> str:
-    import pandas as pd
-
-    buf = io.StringIO()
-    flat = [{k: (",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v) for k, v in r.items()}
-            for r in rows]
-    pd.DataFrame(flat).to_csv(buf, index=False, float_format="%.6g")
-    return buf.getvalue()
+def _cell(v):
+    """A CSV cell: a mapping (e.g. cores per cluster) as ``k=v,…``."""
+    return ",".join(f"{a}={b}" for a, b in v.items()) if isinstance(v, dict) else v
 
 
 def _cores(c: dict) -> str:
@@ -40,11 +30,12 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
     from parplan.variants import estimate as api
 
     r = api(model, hw, plan)
-    f = _fmt(fmt)
+    f = fmt_name(fmt)
     if f == "json":
         emit(to_json({"schema_version": "1", "kind": "variant-estimate", **r}), output, "1 variant as JSON")
     elif f == "csv":
-        emit(_csv([{k: v for k, v in r.items() if k not in ("checks", "stage_time_s")}]), output, "1 variant as CSV")
+        emit(csv_text([{k: v for k, v in r.items() if k not in ("checks", "stage_time_s")}], _cell), output,
+             "1 variant as CSV")
     else:
         lines = [f"{r['workload']} on {r['platform']}: {r['plan']}",
                  f"  throughput {r['throughput_per_s']:.4g} items/s, latency {human_s(r['latency_s'])}, energy "
@@ -54,16 +45,6 @@ def estimate(model, hw, *, plan=None, fmt=Format.table, output=None, **extra) ->
                  "  stages: " + ", ".join(f"{k} {human_s(v)}" for k, v in r["stage_time_s"].items()),
                  "  constraints: " + ", ".join(f"{k} {'ok' if v else 'VIOLATED'}" for k, v in r["checks"].items())]
         emit("\n".join(lines), output, "1 variant")
-
-
-def _fix_map(fix) -> dict:
-    out = {}
-    for item in fix or []:
-        if "=" not in item:
-            raise SpecError(f"bad --fix {item!r}: write STAGE=ALTERNATIVE", key="--fix")
-        k, v = (x.strip() for x in item.split("=", 1))
-        out[k] = v
-    return out
 
 
 def render(vs, width=None) -> str:
@@ -95,29 +76,21 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     from parplan.variants import suggest as api
 
     try:
-        vs = api(model, hw, objective=objective or "pareto", fix=_fix_map(fix), top=top)
+        vs = api(model, hw, objective=objective or "pareto", fix=fix_pairs(fix, None, sep_hint="STAGE=ALTERNATIVE"),
+                 top=top)
     except SpecError as err:
         if err.key != "constraints":  # only "no variant meets the constraints" is an unmet requirement
             raise
         _infeasible(err)
-    f = _fmt(fmt)
-    what = f"{len(vs.rows)} variants"
-    if f == "json":
-        emit(to_json({"schema_version": "1", "kind": "variant-suggest", **vs.to_dict()}), output, what + " as JSON")
-    elif f == "csv":
-        emit(_csv(vs.rows), output, what + " as CSV")
-    else:
-        emit(render(vs, width=table_width(output)), output, what + " as a table")
+    finish_result(fmt, output, f"{len(vs.rows)} variants", "variant-suggest", vs, lambda: csv_text(vs.rows, _cell),
+                  lambda: render(vs, width=table_width(output)))
 
 
 def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the variant (or the fastest feasible one) meets the workload's constraints and the given bounds."""
     unread(extra, FAMILY)
-    from parplan.planner.budget import check_number
-
-    check_number(max_time_s, "--max-step-time-s", lo=0, lo_open=True)  # > 0 and finite, like every verb
-    check_number(min_throughput, "--min-tokens-per-s", lo=0, lo_open=True)
+    check_bounds(max_time_s, min_throughput)
     from parplan.variants import estimate as api, suggest as api_suggest
 
     if plan is None:
@@ -126,27 +99,20 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
         except SpecError as err:
             if err.key != "constraints":
                 raise
-            if _fmt(fmt) == "json":
+            if fmt_name(fmt) == "json":
                 emit(to_json({"ok": False, "plan": None, "reasons": [err.message], "hint": err.hint,
                               "requirements": []}), output, "check as JSON")
             else:
                 emit(f"FAIL  {err.message}", output, "check")
             raise typer.Exit(EXIT_CHECK_FAILED) from None
     r = api(model, hw, plan)
-    res = [(k, v) for k, v in r["checks"].items()]
+    res = [(k, v) for k, v in r["checks"].items()]  # pass/fail tests, printed without figures
     if max_time_s is not None:
         res.append(("latency ≤ --max-step-time-s", r["latency_s"] <= max_time_s))
     if min_throughput is not None:
         res.append(("throughput ≥ --min-tokens-per-s", r["throughput_per_s"] >= min_throughput))
-    ok = all(v for _, v in res)
-    if _fmt(fmt) == "json":
-        emit(to_json({"ok": ok, "plan": r["plan"], "requirements": [{"metric": k, "ok": v} for k, v in res]}),
-             output, "check as JSON")
-    else:
-        emit("\n".join([f"{'PASS' if ok else 'FAIL'}  {r['workload']} on {r['platform']}: {r['plan']}"]
-                       + [f"  {'ok  ' if v else 'FAIL'} {k}" for k, v in res]), output, "check")
-    if not ok:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_check(fmt, output, f"{r['workload']} on {r['platform']}: {r['plan']}", r["plan"],
+                 [(k, None, None, v, None) for k, v in res])
 
 
 def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **extra) -> None:
@@ -154,33 +120,21 @@ def simulate(model, hw, *, plan=None, seed=0, fmt=Format.table, output=None, **e
     from parplan.variants import simulate as api
 
     p = api(model, hw, plan)
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "variant-simulate", **p}), output, "1 simulation as JSON")
-    else:
-        q = p["predicted"]
-        emit("\n".join(f"{k}: engine {p[k]:.6g}, closed form {q[k]:.6g} ({100 * (q[k] / p[k] - 1):+.2f} %)"
-                       for k in q), output, "1 simulation")
+    q = p["predicted"]
+    finish_simulate(fmt, output, {"kind": "variant-simulate", **p}, "\n".join(
+        f"{k}: engine {p[k]:.6g}, closed form {q[k]:.6g} ({100 * (q[k] / p[k] - 1):+.2f} %)" for k in q))
 
 
 def validate(model, hw, *, plan=None, top=None, tolerance=0.05, fmt=Format.table, output=None, **extra) -> None:
     unread(extra, FAMILY)
     from parplan.planner.budget import check_number
 
-    check_number(tolerance, "--tolerance", lo=0, hi=1, lo_open=True, hi_open=True)  # as validate's door
+    check_tolerance(tolerance)
     check_number(top, "--top", lo=1, hi=MAX_VALIDATE_TOP, integer=True,
                  what="Pareto variants, each played item by item on the engine")
     from parplan.executor.process_network import agreement
 
     rows = agreement(model, hw, plans=list(plan) if plan else None, top=top or 4)
-    bad = [r for r in rows if abs(r["error"]) > tolerance]
-    if _fmt(fmt) == "json":
-        emit(to_json({"kind": "variant-validate", "tolerance": tolerance, "cases": rows}), output, "validation as JSON")
-    elif _fmt(fmt) == "csv":
-        emit(_csv(rows), output, "validation as CSV")
-    else:
-        lines = [f"{r['plan']}  {r['metric']}: engine {r['simulated']:.6g}, closed form {r['predicted']:.6g} "
-                 f"({100 * r['error']:+.2f} %)" for r in rows]
-        lines.append(f"{len(rows) - len(bad)}/{len(rows)} within ±{100 * tolerance:.0f} %")
-        emit("\n".join(lines), output, "validation")
-    if bad:
-        raise typer.Exit(EXIT_CHECK_FAILED)
+    finish_validate("variant-validate", fmt, output, rows, tolerance,
+                    lambda r: f"{r['plan']}  {r['metric']}: engine {r['simulated']:.6g}, closed form "
+                              f"{r['predicted']:.6g} ({100 * r['error']:+.2f} %)", cell=_cell)

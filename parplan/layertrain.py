@@ -27,27 +27,10 @@ def estimate(model, hw, plan: "str | None" = None) -> LayerEstimate:
     return estimate_plan(spec, h, parse_plan(plan, spec, h))
 
 
-def _check_fix(fix: "dict | None", spec, h) -> dict:
-    """Pinned knobs in the ranges a plan accepts: workers 1..the devices (ADMM: also ≤ the trainable layers), bits
-    1..32 (``parse_plan``'s rules for a ``--plan``)."""
-    from parplan.errors import SpecError
-    from parplan.models.layertrain import trainable
-
-    fix = dict(fix or {})
-    admm = fix.get("method", "admm" if spec.admm is not None else "hybrid") == "admm"
-    caps = {"workers": min(h.n_devices, len(trainable(spec))) if admm else h.n_devices, "bits": 32}
-    for k, cap in caps.items():
-        if k in fix:
-            v = fix[k]
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= cap:
-                why = f" ({h.name} has {h.n_devices} devices)" if k == "workers" else " (32 = fp32 exchange)"
-                raise SpecError(f"bad value {v!r}: {k} is a whole number in 1..{cap}{why}", key=f"--fix {k}")
-    return fix
-
-
 def suggest(model, hw, *, fix: "dict | None" = None, top: int = 10, objective: str = "time") -> LayerPlans:
+    """The ranked plans (``search`` refuses pinned values outside the ranges a ``--plan`` accepts)."""
     spec, h = load(model, hw)
-    return search(spec, h, fix=_check_fix(fix, spec, h), top=top, objective=objective)
+    return search(spec, h, fix=fix, top=top, objective=objective)
 
 
 # the engine's hybrid iteration makes every worker's collective op wait on every member's: workers² dependencies per

@@ -19,26 +19,11 @@ def estimate(model, hw, plan: "str | None" = None) -> ReplicationEstimate:
     return estimate_plan(spec, machine, parse_plan(plan, spec, machine))
 
 
-def _check_fix(fix: "dict | None", machine) -> dict:
-    """Pinned knobs in the ranges a plan accepts (threads ≤ the replica's hardware threads, rings ≤ MAX_RINGS,
-    batch ≤ MAX_BATCH), as ``parse_plan`` checks a ``--plan``."""
-    from parplan.errors import SpecError
-    from parplan.workloads.replication import MAX_BATCH, MAX_RINGS
-
-    fix = dict(fix or {})
-    hi = {"threads": machine.socket.cores * machine.socket.smt, "rings": MAX_RINGS, "batch": MAX_BATCH}
-    for k, cap in hi.items():
-        if k in fix:
-            v = fix[k]
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= cap:
-                raise SpecError(f"bad value {v!r}: {k} is a whole number in 1..{cap:,}", key=f"--fix {k}")
-    return fix
-
-
 def suggest(model, hw, *, fix: "dict | None" = None, top: int = 10, objective: "str | None" = None
             ) -> ReplicationPlans:
+    """The ranked plans (``search`` refuses pinned values outside the ranges a ``--plan`` accepts)."""
     spec, machine = load_replication(model), load_cpu_machine(hw)
-    return search(spec, machine, fix=_check_fix(fix, machine), top=top, objective=objective)
+    return search(spec, machine, fix=fix, top=top, objective=objective)
 
 
 def simulate(model, hw, plan: "str | None" = None, *, seed: int = 0, load: "float | None" = None,

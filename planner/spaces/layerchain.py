@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parplan.errors import SpecError
+from parplan.errors import SpecError, did_you_mean, short
 from parplan.models import edge as M
 from parplan.models import edge_terms as T
 
@@ -237,6 +237,9 @@ def _dag_candidates(spec, cluster) -> tuple[list, int]:
 
 def search(spec, cluster, *, objective: "str | None" = None, top: int = 10) -> EdgePlans:
     """Every candidate of the workload's techniques priced, best first by ``objective``."""
+    if objective is not None and objective not in OBJECTIVES:  # before any candidate is priced or ranked
+        raise SpecError(f"bad value {short(objective)}", key="--objective", allowed=list(OBJECTIVES),
+                        hint=did_you_mean(objective, OBJECTIVES))
     if spec.training is not None:
         objective = objective or "throughput"
         if objective not in ("latency", "throughput"):
@@ -268,6 +271,4 @@ def search(spec, cluster, *, objective: "str | None" = None, top: int = 10) -> E
                 seen.add(e.plan)
                 uniq.append(e)
         rows = uniq
-    if objective not in OBJECTIVES:
-        raise SpecError(f"bad value {objective!r}", key="--objective", allowed=list(OBJECTIVES))
     return EdgePlans(spec.name, cluster.name, objective, rows if top == 0 else rows[:top], n, notes)

@@ -156,11 +156,25 @@ def _row(spec, hw, plan, label: str) -> dict:
             **e.parts, **{k: v for k, v in e.extra.items() if isinstance(v, (int, float))}}
 
 
+def check_fix(spec, hw, fix: dict) -> None:
+    """Pinned knobs in the ranges a plan accepts: workers 1..the devices (ADMM: also ≤ the trainable layers), bits
+    1..32 (``parse_plan``'s rules for a ``--plan``)."""
+    admm = fix.get("method", "admm" if spec.admm is not None else "hybrid") == "admm"
+    caps = {"workers": min(hw.n_devices, len(trainable(spec))) if admm else hw.n_devices, "bits": 32}
+    for k, cap in caps.items():
+        if k in fix:
+            v = fix[k]
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= cap:
+                why = f" ({hw.name} has {hw.n_devices} devices)" if k == "workers" else " (32 = fp32 exchange)"
+                raise SpecError(f"bad value {v!r}: {k} is a whole number in 1..{cap}{why}", key=f"--fix {k}")
+
+
 def search(spec, hw, *, objective: str = "time", fix: "dict | None" = None, top: int = 10,
            memory_cap: "float | None" = None) -> LayerPlans:
     """Ranked plans: per worker count the DP's optimum, pure DP and SplitBrain's hybrid (method hybrid), or the ADMM
-    grid and serial backprop (a workload with an ``admm`` block)."""
+    grid and serial backprop (a workload with an ``admm`` block).  Pinned values out of range are refused first."""
     fix = dict(fix or {})
+    check_fix(spec, hw, fix)
     if objective not in ("time", "memory"):
         raise SpecError(f"bad value {objective!r}", key="--objective", allowed=["time", "memory"])
     method = fix.pop("method", "admm" if spec.admm is not None else "hybrid")
@@ -179,9 +193,7 @@ def search(spec, hw, *, objective: str = "time", fix: "dict | None" = None, top:
         rows.append(_row(spec, hw, {"method": "serial", "workers": 1}, "serial backprop"))
         n += 1
     elif method == "hybrid":
-        for k in ks or _worker_counts(hw.n_devices):
-            if not 1 <= k <= hw.n_devices:
-                raise SpecError(f"workers = {k}: {hw.name} has {hw.n_devices} devices", key="--fix workers")
+        for k in ks or _worker_counts(hw.n_devices):  # in 1..devices (check_fix)
             labels, ex = exact_dp(spec, hw, k, memory_cap=cap)
             exact &= ex
             n += len(labels)

@@ -14,6 +14,7 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.models.replication import CAPACITY_PARTS, LATENCY_PARTS, LIMITS, PLAN_KEYS, SCHEMES, evaluate, \
     feasibility
+from parplan.workloads.replication import MAX_BATCH, MAX_RINGS
 
 OBJECTIVES = ("throughput", "latency")
 MAX_CONFIGS = 200_000
@@ -33,10 +34,22 @@ class ReplicationPlans:
                 "configurations": self.n_configs, "feasible": self.n_feasible, "plans": self.rows}
 
 
-def _combos(spec, fix: dict) -> tuple:
+def _check_fix(fix: dict, machine) -> None:
+    """Pinned knobs in the ranges a plan accepts (threads ≤ the replica's hardware threads, rings ≤ MAX_RINGS,
+    batch ≤ MAX_BATCH), as ``parse_plan`` checks a ``--plan``."""
+    hi = {"threads": machine.socket.cores * machine.socket.smt, "rings": MAX_RINGS, "batch": MAX_BATCH}
+    for k, cap in hi.items():
+        if k in fix:
+            v = fix[k]
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= cap:
+                raise SpecError(f"bad value {v!r}: {k} is a whole number in 1..{cap:,}", key=f"--fix {k}")
+
+
+def _combos(spec, machine, fix: dict) -> tuple:
     """(scheme names, threads, rings, batch) arrays of the distinct plans, in the order of
     itertools.product(schemes, threads, rings, batch) with SMR's threads and rings and sched-psmr's rings folded to
-    1 (first occurrence kept)."""
+    1 (first occurrence kept); pinned values out of range are refused."""
+    _check_fix(fix, machine)
     schemes = [fix["scheme"]] if "scheme" in fix else list(spec.schemes)
     threads = [int(fix["threads"])] if "threads" in fix else list(spec.threads)
     rings = [int(fix["rings"])] if "rings" in fix else list(spec.rings)
@@ -66,7 +79,7 @@ def search(spec, machine, *, fix: "dict | None" = None, top: int = 10, objective
         raise SpecError(f"bad value {objective!r}", key="--objective", allowed=OBJECTIVES)
     if "scheme" in fix and fix["scheme"] not in SCHEMES:
         raise SpecError(f"unknown scheme {fix['scheme']!r}", key="--fix scheme", allowed=SCHEMES)
-    s, *knobs = _combos(spec, fix)
+    s, *knobs = _combos(spec, machine, fix)
     if len(s) > MAX_CONFIGS:
         raise SpecError(f"{len(s):,} configurations is above {MAX_CONFIGS:,}", key="search")
     a = np.array(knobs, dtype=float)
