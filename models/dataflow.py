@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parplan.errors import SpecError, did_you_mean, short
+from parplan.errors import SpecError, short
+from parplan.models.plan_pairs import plan_pairs
 from parplan.models.dataflow_energy import evaluate_mappings, storage_view
 from parplan.models.dataflow_terms import ENERGY_PARTS, SYNC_MODES, TIME_PARTS, nest_energy, nest_terms
 
@@ -70,15 +71,7 @@ def parse_plan(text: "str | None", spec, dsp) -> dict:
     require_cores(dsp)
     modes = dsp.sync_modes()
     plan = {"cores": dsp.cores, "vector": "on", "unroll": 1, "sync": modes[0] if modes else "barrier"}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise SpecError(f"bad plan item {short(part)}: write key=value", key="--plan", allowed=PLAN_KEYS)
-        k, val = (x.strip() for x in part.split("=", 1))
-        if k not in PLAN_KEYS:
-            raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=PLAN_KEYS,
-                            hint=did_you_mean(k, PLAN_KEYS))
+    for k, val in plan_pairs(text, PLAN_KEYS):
         if k == "vector":
             if val not in ("on", "off"):
                 raise SpecError(f"bad value {short(val)}", key="--plan vector", allowed=["on", "off"])

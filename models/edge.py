@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parplan.errors import SpecError, did_you_mean, short
+from parplan.models.plan_pairs import plan_pairs
 from parplan.models import edge_terms as T
 
 
@@ -338,15 +339,7 @@ PLAN_KEYS = ("stages", "split", "mode", "inflight", "place")
 def parse_plan(text: str, spec, cluster) -> dict:
     """``key=value,…`` → a plan mapping (validated against the workload and the cluster)."""
     plan: dict = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise SpecError(f"bad plan item {short(part)}: write key=value", key="--plan", allowed=PLAN_KEYS)
-        k, v = (x.strip() for x in part.split("=", 1))
-        if k not in PLAN_KEYS:
-            raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=PLAN_KEYS,
-                            hint=did_you_mean(k, PLAN_KEYS))
+    for k, v in plan_pairs(text, PLAN_KEYS):
         plan[k] = v
     return plan
 

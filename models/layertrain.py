@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from parplan.errors import SpecError, did_you_mean, short
+from parplan.errors import SpecError, short
+from parplan.models.plan_pairs import plan_pairs
 from parplan.models.layertrain_terms import (ADMM_PARTS, COMPUTE_EFFICIENCY, HYBRID_PARTS, MEMORY_PARTS, TrainHw,
                                              admm_terms, hybrid_parts, hybrid_terms, serial_backprop_s)
 
@@ -99,15 +100,7 @@ def parse_plan(text: "str | None", spec, hw: TrainHw) -> dict:
     method = "admm" if spec.admm is not None else "hybrid"
     plan: dict = {"method": method}
     raw: dict = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise SpecError(f"bad plan item {short(part)}: write key=value", key="--plan", allowed=PLAN_KEYS)
-        k, v = (x.strip() for x in part.split("=", 1))
-        if k not in PLAN_KEYS:
-            raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=PLAN_KEYS,
-                            hint=did_you_mean(k, PLAN_KEYS))
+    for k, v in plan_pairs(text, PLAN_KEYS):
         raw[k] = v
     if "method" in raw:
         if raw["method"] not in METHODS:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parplan.errors import SpecError, did_you_mean, short
+from parplan.models.plan_pairs import plan_pairs
 
 TIME_PARTS = ("message_s", "enqueue_s", "h2d_s", "launch_s", "device_s", "d2h_s", "cpu_s", "network_s")
 PLAN_KEYS = ("place", "resident", "chunks", "api", "n")
@@ -184,15 +185,7 @@ def parse_plan(text: "str | None", spec, node) -> dict:
     plan = {"place": tuple([node.accelerators[0].id] * L), "resident": True, "chunks": 1, "api": spec.apis[0],
             "n": float(max(spec.sizes))}
     ids = ["cpu"] + [a.id for a in node.accelerators]
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise SpecError(f"bad plan item {short(part)}: write key=value", key="--plan", allowed=PLAN_KEYS)
-        key, val = (x.strip() for x in part.split("=", 1))
-        if key not in PLAN_KEYS:
-            raise SpecError(f"unknown plan key {short(key)}", key="--plan", allowed=PLAN_KEYS,
-                            hint=did_you_mean(key, PLAN_KEYS))
+    for key, val in plan_pairs(text, PLAN_KEYS):
         if key == "place":
             where = tuple(v.strip() for v in val.split("+"))
             if len(where) == 1:

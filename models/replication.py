@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parplan.errors import SpecError, did_you_mean, short
+from parplan.models.plan_pairs import plan_pairs
 from parplan.models.replication_terms import imbalance_array
 
 CAPACITY_PARTS = ("exec_s", "scheduler_s", "leader_cpu_s", "learner_cpu_s", "nic_out_s", "nic_in_s")
@@ -201,15 +202,7 @@ def parse_plan(text: "str | None", spec, machine) -> dict:
     plan = {"scheme": "psmr", "threads": max([t for t in spec.threads if t <= machine.socket.cores] or [1]),
             "rings": 1, "batch": min(spec.batch)}
     if text:
-        for part in text.split(","):
-            if not part.strip():
-                continue
-            if "=" not in part:
-                raise SpecError(f"bad plan item {short(part)}: write key=value", key="--plan", allowed=PLAN_KEYS)
-            k, val = (x.strip() for x in part.split("=", 1))
-            if k not in PLAN_KEYS:
-                raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=PLAN_KEYS,
-                                hint=did_you_mean(k, PLAN_KEYS))
+        for k, val in plan_pairs(text, PLAN_KEYS):
             if k == "scheme":
                 if val not in SCHEMES:
                     raise SpecError(f"unknown scheme {short(val)}", key="--plan scheme", allowed=SCHEMES,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parplan.errors import SpecError, did_you_mean, short
+from parplan.models.plan_pairs import plan_pairs
 from parplan.models.tasks_terms import TIME_PARTS, profiles, run_terms, runtime_catalog, runtime_names
 
 PLAN_KEYS = ("runtime", "threads", "sockets", "grain", "ranks")
@@ -78,15 +79,7 @@ def parse_plan(text: "str | None", spec, machine) -> dict:
     plan = {"runtime": "libgomp", "threads": sock.cores, "sockets": machine.sockets_per_node,
             "grain": int(spec.grains[0]), "ranks": 1}
     if text:
-        for part in text.split(","):
-            if not part.strip():
-                continue
-            if "=" not in part:
-                raise SpecError(f"bad plan item {short(part)}: write key=value", key="--plan", allowed=PLAN_KEYS)
-            k, val = (x.strip() for x in part.split("=", 1))
-            if k not in PLAN_KEYS:
-                raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=PLAN_KEYS,
-                                hint=did_you_mean(k, PLAN_KEYS))
+        for k, val in plan_pairs(text, PLAN_KEYS):
             if k == "runtime":
                 if val not in runtime_names():
                     raise SpecError(f"unknown runtime {short(val)}", key="--plan runtime", allowed=runtime_names(),
