@@ -1,9 +1,12 @@
-"""parplan — plan, predict and validate parallel configurations for large-model training.
+"""parplan — plan, predict and validate parallel configurations: large-model training and serving on GPU clusters,
+task-parallel programs on NUMA CPUs, DSP dataflow kernels, edge/cloud pipelines, replicated services and offload.
 
 Public API (imported lazily so that ``parplan.hardware`` and ``parplan.workloads`` stay light):
 ``estimate``, ``suggest``, ``check``, ``simulate``, ``plan_hetero``, ``sweep``, ``load_workload``, ``load_cluster``,
 ``parse_plan``, ``SpecError``; serving: ``estimate_serving``, ``suggest_serving``, ``check_serving``,
 ``load_serving``, ``parse_deployment``; ``parplan.launch.export_plan`` (launch configs) and ``parplan.plots`` (figures).
+The families with their own workload files have their own modules: ``parplan.tasks``, ``parplan.dataflow``,
+``parplan.layerchain``, ``parplan.layertrain``, ``parplan.variants``, ``parplan.replication``, ``parplan.offload``.
 """
 from __future__ import annotations
 
