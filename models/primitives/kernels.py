@@ -13,13 +13,34 @@ head_dim 64 as measured ratios.  Memory-bound kernels: the measured HBM fraction
 """
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import numpy as np
 
 from parplan.models.primitives.calibration import KernelProfile, kernels_file
 
 
+@lru_cache(maxsize=4096)
+def _quantization_scalar(M: float, N: float, K: float, tiles: tuple, units, k_half: float) -> float:
+    """``_quantization`` of one shape in Python floats (IEEE doubles: the same results as the array path, bit for
+    bit; the serving model prices thousands of single GEMMs, where numpy's per-call cost dominates)."""
+    best = None
+    for rows, cols, rel in tiles:
+        tm = math.ceil(M / rows)
+        tn = math.ceil(N / cols)
+        n_tiles = float(tm * tn)
+        tile_util = (M * N) / (tm * rows * tn * cols)
+        wave_util = n_tiles / (math.ceil(n_tiles / units) * units) if units else 1.0
+        q = rel * tile_util * wave_util
+        best = q if best is None else max(best, q)
+    return best * K / (K + k_half)
+
+
 def _quantization(M, N, K, tiles, units, k_half):
     """Best over the library's tiles of relative·(tile utilization)·(wave utilization), times K/(K + k½)."""
+    if np.ndim(M) == 0 and np.ndim(N) == 0 and np.ndim(K) == 0:
+        return _quantization_scalar(float(M), float(N), float(K), tuple(tiles), units, float(k_half))
     M = np.asarray(M, dtype=np.float64)
     N = np.asarray(N, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
