@@ -5,7 +5,7 @@ import typer
 
 from parplan import __version__
 from parplan.cli import (calibrate_cmd, catalog_cmd, check_cmd, estimate_cmd, export_cmd, plot_cmd, simulate_cmd,
-                         suggest_cmd, sweep_cmd)
+                         suggest_cmd, sweep_cmd, validate_cmd)
 from parplan.cli.common import GuardedGroup
 
 app = typer.Typer(
@@ -31,8 +31,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 # each command module registers its commands on the app
-for _module in (estimate_cmd, catalog_cmd, suggest_cmd, check_cmd, simulate_cmd, export_cmd, plot_cmd, sweep_cmd,
-                calibrate_cmd):
+for _module in (estimate_cmd, catalog_cmd, suggest_cmd, check_cmd, simulate_cmd, validate_cmd, export_cmd, plot_cmd,
+                sweep_cmd, calibrate_cmd):
     _module.register(app)
 
 

@@ -198,7 +198,8 @@ def register(app: typer.Typer) -> None:
         from parplan.api import _search_options
         from parplan.hardware.catalog import load_cluster
         from parplan.planner.export import to_csv
-        from parplan.planner.planset import advice, suggest_plans
+        from parplan.planner.advice import advice
+        from parplan.planner.planset import suggest_plans
         from parplan.planner.search import DEFAULT_MEMORY_HEADROOM
         from parplan.workloads.loader import load_workload
 

@@ -122,13 +122,12 @@ def run(prog: Program, progress=None) -> RunResult:
     """Play the program out; see the module docstring for the semantics (where every link carries one
     stream's transfers, the contention-free replay computes the same run without a heap).  ``progress``: ``f(events processed)`` every
     ``PROGRESS_EVERY`` events."""
-    from parplan.executor.replay import one_stream_per_link, replay
+    from parplan.executor.replay import replay
 
     gc_was = gc.isenabled()
     gc.disable()  # everything here is acyclic; cyclic-GC passes over millions of new objects would dominate
     try:
-        # no two transfers can share a link: the timeline in one pass without a heap (executor/replay.py)
-        res = replay(prog) if one_stream_per_link(prog) else None
+        res = replay(prog)  # no two transfers can share a link: the timeline in one pass (executor/replay.py)
         if res is not None:
             if progress is not None:
                 progress(res.events)
@@ -139,14 +138,9 @@ def run(prog: Program, progress=None) -> RunResult:
             gc.enable()
 
 
-def _run(prog: Program, progress=None) -> RunResult:
+def successors(prog: Program) -> tuple[list, list]:
+    """Per op, the ops that depend on it (a list, or an empty tuple) and how many ops it depends on."""
     n = len(prog)
-    ostream = prog.column("stream")
-    dur = prog.column("dur")
-    lat = prog.column("lat")
-    olinks = prog.column("links")
-    ns = len(prog.stream_name)
-    nl = len(prog.link_name)
     succ: list = [None] * n
     ndeps = [0] * n
     for a, b in zip(prog.dep_from, prog.dep_to):
@@ -157,7 +151,18 @@ def _run(prog: Program, progress=None) -> RunResult:
             sa.append(b)
         ndeps[b] += 1
     empty: tuple = ()
-    succ = [x if x is not None else empty for x in succ]
+    return [x if x is not None else empty for x in succ], ndeps
+
+
+def _run(prog: Program, progress=None) -> RunResult:
+    n = len(prog)
+    ostream = prog.column("stream")
+    dur = prog.column("dur")
+    lat = prog.column("lat")
+    olinks = prog.column("links")
+    ns = len(prog.stream_name)
+    nl = len(prog.link_name)
+    succ, ndeps = successors(prog)
     sops: list = [[] for _ in range(ns)]
     opos = [0] * n
     for o, s in enumerate(ostream):

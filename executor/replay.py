@@ -1,26 +1,21 @@
-"""Contention-free replay: the engine's timeline computed without an event heap, when no two transfers ever share a
-link — the common case of pipeline schedules, whose point-to-point sends on a link follow one another.
+"""Contention-free replay: the engine's timeline computed without an event heap, when no two transfers can ever share
+a link — every link carries the transfers of one stream (``one_stream_per_link``), which runs one op at a time.
 
 The engine's rules (``executor/engine.py``) make an op start at the later of its stream predecessor's end and its
 dependencies' ends; a compute op ends ``dur`` later, a transfer ``lat + dur`` later when it is alone on its links
 (processor sharing only slows transfers that overlap).  So, in a topological order of the graph of dependencies and
-stream order, ``start[j] = max(end[stream predecessor], max end[deps])`` — one pass, no heap.  Afterwards every link's
-transfers are checked: if any two overlap in time (one joins before another has left), sharing would have slowed
-them and the replay is discarded (``None``), the event engine then plays the program.  Equal times are not an
-overlap: a transfer that leaves at t and one that joins at t never share the link (the engine frees it first).
+stream order, ``start[j] = max(end[stream predecessor], max end[deps])`` — one pass, no heap.  Where a link carries
+several streams' transfers the replay declines (``None``) and ``engine.run`` plays the program on the event heap.
 
-``engine.run`` takes the replay only where it is sure to apply (``one_stream_per_link``; elsewhere a discarded
-replay would cost a pass for nothing, since pipelines with sends in both directions on one link mostly overlap).
 The result is the engine's, field for field (``tests/executor/test_replay.py`` checks random programs): the same
 start, end and join times, the same event count (one finish per op and one join per transfer with a latency — no
-re-timing, so no stale event; only a transfer without work joining a busy link, which the engine re-times for nothing,
-makes the engine count more), and as unblocker the dependency that finished last — on equal finish times the one
+re-timing, so no stale event), and as unblocker the dependency that finished last — on equal finish times the one
 whose finish was scheduled last, as the heap orders them (a tie there too is broken by play order, which can differ
 from the engine's; either dependency is then on the critical path).
 """
 from __future__ import annotations
 
-from parplan.executor.engine import Program, RunResult
+from parplan.executor.engine import Program, RunResult, successors
 
 
 def one_stream_per_link(prog: Program) -> bool:
@@ -36,24 +31,18 @@ def one_stream_per_link(prog: Program) -> bool:
 
 
 def replay(prog: Program) -> RunResult | None:
-    """The program's run without contention, or None when two transfers would share a link (or a dependency cycle
-    leaves ops unplayed: the engine then reports the deadlock)."""
+    """The program's run, or None where a link carries the transfers of several streams (they may share it) or a
+    dependency cycle leaves ops unplayed (the engine then reports the deadlock)."""
     n = len(prog)
     if not n:
         return RunResult(start=[], end=[], join=[], unblocker=[], events=0)
+    if not one_stream_per_link(prog):
+        return None
     ostream = prog.column("stream")
     dur = prog.column("dur")
     lat = prog.column("lat")
     olinks = prog.column("links")
-    succ: list = [None] * n
-    indeg = [0] * n
-    for a, b in zip(prog.dep_from, prog.dep_to):
-        sa = succ[a]
-        if sa is None:
-            succ[a] = [b]
-        else:
-            sa.append(b)
-        indeg[b] += 1
+    succ, indeg = successors(prog)  # indeg: dependencies, and below the stream predecessor too
     nxt_in_stream = [-1] * n
     last = [-1] * len(prog.stream_name)
     for o, s in enumerate(ostream):
@@ -88,19 +77,17 @@ def replay(prog: Program) -> RunResult | None:
             pt = join[o] = t + la
             e = pt + dur[o]
         end[o] = e
-        sc = succ[o]
-        if sc is not None:
-            for j in sc:
-                if e > dep_end[j] or (e == dep_end[j] and pt >= dep_push[j]):
-                    dep_end[j] = e
-                    dep_push[j] = pt
-                    unblk[j] = o
-                if e > ready_at[j]:
-                    ready_at[j] = e
-                d = indeg[j] - 1
-                indeg[j] = d
-                if not d:
-                    append(j)
+        for j in succ[o]:
+            if e > dep_end[j] or (e == dep_end[j] and pt >= dep_push[j]):
+                dep_end[j] = e
+                dep_push[j] = pt
+                unblk[j] = o
+            if e > ready_at[j]:
+                ready_at[j] = e
+            d = indeg[j] - 1
+            indeg[j] = d
+            if not d:
+                append(j)
         j = nxt_in_stream[o]
         if j >= 0:
             if e > ready_at[j]:
@@ -111,20 +98,4 @@ def replay(prog: Program) -> RunResult | None:
                 append(j)
     if played != n:
         return None  # a cycle: the engine names the stuck ops
-    # contention check: per link, the transfers' [join, end) intervals must not overlap
-    # (an empty interval — no work — joins and leaves at one instant and slows nobody)
-    per_link: dict = {}
-    for o in range(n):
-        lk = olinks[o]
-        if lk is not None and end[o] > join[o]:
-            for k in lk:
-                per_link.setdefault(k, []).append((join[o], end[o]))
-    for iv in per_link.values():
-        if len(iv) > 1:
-            iv.sort()
-            busy_until = iv[0][1]
-            for a, b in iv[1:]:
-                if a < busy_until:
-                    return None
-                busy_until = b
     return RunResult(start=start, end=end, join=join, unblocker=unblk, events=n + events)

@@ -82,8 +82,10 @@ def layout(model, job, c) -> Layout:
         u = hybrid_ulysses_degree(cp_, int(model.kv_heads) // tp_, dpn // tp_) if name == "hybrid" else 1
         u = cp_ if name == "ulysses" else u
         if seqs is None and name == "ring" and cp_ > 1:
-            # fixed-length ring plans among other layouts are priced by the static ring (layer_terms takes them
-            # element by element): its per-device step profile (cp² entries) is not needed, only placeholders
+            # fixed-length ring plans among other layouts are priced by the static ring: layer_terms.attention_block
+            # and cp_exchange select its terms for them element by element (np.where on lay.kind == 0), so the
+            # ring's per-device step profile (cp² entries) is never read; Ulysses' O(1) statistics of the same
+            # (cp, tp) keep the discarded branch finite
             st = cp_stats(None, s, int(cp_), "ulysses")
         else:
             st = cp_stats(seqs, s, int(cp_), name, int(u) if name == "hybrid" else 1)

@@ -153,7 +153,7 @@ def check_plans(workload: Workload, cluster: Cluster, plan: Plan | None = None, 
                     progress=None if progress is None else (lambda d, t: progress(d, t, None)))
     n = len(ev.space)
     if n == 0:
-        from parplan.planner.planset import no_valid_plan_message
+        from parplan.planner.advice import no_valid_plan_message
 
         raise SpecError(no_valid_plan_message(ev), key="plan")
     m = ev.metrics

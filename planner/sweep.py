@@ -285,7 +285,8 @@ def _search_options(o: SweepOptions):
 
 
 def _homogeneous(task: CellTask):
-    from parplan.planner.planset import advice, suggest_plans
+    from parplan.planner.advice import advice
+    from parplan.planner.planset import suggest_plans
 
     o = task.options
     opts = _search_options(o)

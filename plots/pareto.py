@@ -50,7 +50,7 @@ def pareto(workload: Any, cluster: Any, *, labels: int = DEFAULT_LABELS, **opts:
     ``max_mbs``, ``max_plans``) and training overrides (``seq_len``, ``global_batch``, ``precision``,
     ``framework``, ``expert_imbalance``, …).  ``labels``: how many plans of the front are named.
     """
-    from parplan.planner.planset import no_valid_plan_message
+    from parplan.planner.advice import no_valid_plan_message
     from parplan.planner.search import run_search
 
     labels = check_positive_int(labels, "--labels", hi=MAX_LABELS)

@@ -12,13 +12,11 @@ HEAVY = ("numpy", "pandas", "pydantic", "pyarrow", "scipy", "matplotlib", "parpl
 # light on purpose: parplan.executor (a lazy package face) and parplan.executor.budget (the help texts' figures)
 
 _PROBE = """
-import json, sys
+import contextlib, json, sys
 sys.argv = ["parplan"] + json.loads(sys.argv[1])
 from parplan.cli.app import main
-try:
+with contextlib.suppress(SystemExit):  # the command exits; the modules it imported are what is read
     main()
-except SystemExit:
-    pass
 sys.stderr.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
 """
 

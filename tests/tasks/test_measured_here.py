@@ -72,7 +72,7 @@ def test_calibrate_writes_files_hw_accepts(tmp_path, monkeypatch):
 
     @app.callback()
     def _root() -> None:
-        pass
+        """A group root, so that `calibrate cpu` is a subcommand as in the real app."""
 
     register(app)
     out = tmp_path / "mycpu.yaml"
