@@ -125,11 +125,16 @@ def estimate_plan(spec, dsp, plan: dict) -> DataflowEstimate:
                             notes)
 
 
-def mapping_estimate(spec, dsp, T, S, perm, *, plan_doc: "dict | None" = None) -> DataflowEstimate:
-    """One mapping (arrays of shape (1, L, 7)) as an estimate with parts per level."""
+def mapping_estimate(spec, dsp, T, S, perm, *, plan_doc: "dict | None" = None, priced: "dict | None" = None,
+                     i: int = 0) -> DataflowEstimate:
+    """One mapping (arrays of shape (1, L, 7)) as an estimate with parts per level; ``priced``: the
+    ``evaluate_mappings`` output of a batch holding it at row ``i`` instead (T, S, perm are then unused)."""
     problem = spec.problem
     levels, mac_inst, mac_e = storage_view(dsp, problem.dtype)
-    o = evaluate_mappings(problem, levels, mac_inst, mac_e, T, S, perm)
+    if priced is None:
+        o = evaluate_mappings(problem, levels, mac_inst, mac_e, T, S, perm)
+    else:
+        o = {k: v[i:i + 1] for k, v in priced.items() if k != "per_tensor"}
     if not bool(o["valid"][0]):
         raise SpecError("the mapping does not fit the architecture (spatial fan-out or a level's capacity)",
                         key="mapping", hint="parplan suggest searches mappings that fit")

@@ -32,6 +32,8 @@ TENSORS = ("weights", "inputs", "outputs")
 _REL = {"weights": ("K", "C", "R", "S"), "inputs": ("N", "C", "P", "Q", "R", "S"), "outputs": ("N", "K", "P", "Q")}
 RELEVANT = {t: np.array([d in _REL[t] for d in DIMS]) for t in TENSORS}
 _I = {d: i for i, d in enumerate(DIMS)}
+_REL_IDX = {t: [i for i, d in enumerate(DIMS) if d in _REL[t]] for t in TENSORS}
+_IRR_IDX = {t: [i for i, d in enumerate(DIMS) if d not in _REL[t]] for t in TENSORS}
 
 
 def storage_view(dsp, dtype: str) -> tuple:
@@ -50,95 +52,149 @@ def fanouts(levels: tuple, mac_instances: int) -> np.ndarray:
 
 def footprint(B: np.ndarray, t: str, stride: int, dilation: int) -> np.ndarray:
     """Words of tensor ``t`` covered by loop bounds ``B[..., 7]``."""
-    g = {d: B[..., i] for i, d in enumerate(DIMS)}
+    return _footprint([B[..., i] for i in range(len(DIMS))], t, stride, dilation)
+
+
+def _footprint(g, t: str, stride: int, dilation: int) -> np.ndarray:
+    """``footprint`` of bounds ``g[i]`` (one array per dimension i of DIMS)."""
     if t == "weights":
-        return g["K"] * g["C"] * g["R"] * g["S"]
+        return g[_I["K"]] * g[_I["C"]] * g[_I["R"]] * g[_I["S"]]
     if t == "outputs":
-        return g["N"] * g["K"] * g["P"] * g["Q"]
-    w = (g["P"] - 1) * stride + (g["R"] - 1) * dilation + 1
-    h = (g["Q"] - 1) * stride + (g["S"] - 1) * dilation + 1
-    return g["N"] * g["C"] * w * h
+        return g[_I["N"]] * g[_I["K"]] * g[_I["P"]] * g[_I["Q"]]
+    w = (g[_I["P"]] - 1) * stride + (g[_I["R"]] - 1) * dilation + 1
+    h = (g[_I["Q"]] - 1) * stride + (g[_I["S"]] - 1) * dilation + 1
+    return g[_I["N"]] * g[_I["C"]] * w * h
 
 
-def _tile_changes(T, perm, l: int, rel: np.ndarray, *, distinct: bool = False) -> np.ndarray:
-    """N_l(t): temporal iterations above level l that change t's tile (the innermost irrelevant run reuses it);
-    ``distinct``: only t-relevant factors (distinct tiles)."""
-    M, L, _ = T.shape
-    acc = np.ones(M)
-    run = np.ones(M, bool)
-    rows = np.arange(M)
-    for j in range(l + 1, L):
-        for p in range(len(DIMS)):
-            d = perm[:, j, p]
-            f = T[rows, j, d]
-            r = rel[d]
-            if distinct:
-                acc *= np.where(r, f, 1.0)
-                continue
-            run &= ~((f > 1) & r)
-            acc *= np.where(run, 1.0, f)
-    return acc
+def loop_positions(perm, first: int = 0) -> np.ndarray:
+    """``pos[l - first, d, m]``: the place of dimension d in mapping m's loop order at level l ≥ ``first``
+    (innermost 0), int8 — the inverse of ``perm[m, l, :]``, with the mappings contiguous.  Each level's inverse is
+    packed in one int32 (place p in the 4 bits of dimension perm[p]) and unpacked per dimension."""
+    M, L, K = perm.shape
+    p8 = np.ascontiguousarray(perm[:, first:, :], dtype=np.int8).reshape(M, (L - first) * K)
+    pt = p8.T.reshape(L - first, K, M) * np.int8(4)  # bit offset of each loop's dimension
+    packed = np.zeros((L - first, M), np.int32)
+    for p in range(1, K):
+        packed |= np.int32(p) << pt[:, p]
+    pos = np.empty((L - first, K, M), np.int8)
+    for d in range(K):
+        pos[:, d] = (packed >> np.int32(4 * d)) & np.int32(15)
+    return pos
+
+
+def _tile_changes(Tt, pos, keyed, tot, suf, t: str, held: list) -> dict:
+    """N_l(t) of each held level l (mappings contiguous: ``Tt[l, d, m]``; ``pos``, ``keyed`` from level 1 up), as
+    the per-loop definition gives it: walking the loops above l innermost first, the tile stays until the first
+    loop relevant to t with a factor > 1 (``keyed``: each dimension's loop place where its factor is > 1, else 7);
+    from there on every factor multiplies.  That loop is found per level (the lowest place among t's relevant
+    dimensions), so N_l = (level j's factors from that place on) × (every factor of the levels above j,
+    ``suf[j + 1]``) for the first level j > l that has one, else 1.  The factors are integers, so every product
+    here is exact (< 2^53) in any order, and so are the 0/1 blends: the same numbers as multiplying loop by loop."""
+    K = len(DIMS)
+    L = Tt.shape[0]
+    lo = held[0] + 1  # levels lo.. are above the innermost held level; pos and keyed start at level 1
+    out, cur = {}, np.ones(Tt.shape[2])
+    if lo < L:
+        rel, irr = _REL_IDX[t], _IRR_IDX[t]
+        fb = keyed[lo - 1:, rel[0]].copy()  # place of the first changing loop of each level
+        for d in rel[1:]:
+            np.minimum(fb, keyed[lo - 1:, d], out=fb)
+        has = fb < K
+        # the loops placed below it are irrelevant to t or have factor 1: their product is that of t's irrelevant
+        # factors placed lower, and level j's factors from the place on are tot[j] / that (exact for integers)
+        below = None
+        for d in irr:
+            f = 1.0 + (pos[lo - 1:, d] < fb) * (Tt[lo:, d] - 1.0)
+            below = f if below is None else below * f
+        from_first = tot[lo:] / below * suf[lo + 1:L + 1]
+    for l in range(L - 1, held[0] - 1, -1):
+        if l < L - 1:
+            cur = cur + has[l + 1 - lo] * (from_first[l + 1 - lo] - cur)  # the first level above with a change
+        if l in held:
+            out[l] = cur
+    return out
 
 
 def evaluate_mappings(problem, levels, mac_instances: int, mac_energy_j: float, T, S, perm) -> dict:
-    """Access counts, cycles and energy of M mappings; ``valid`` says which fit (fan-out, capacity)."""
+    """Access counts, cycles and energy of M mappings; ``valid`` says which fit (fan-out, capacity).  Integer
+    factors (a factorization of the problem's sizes) make every product of factors exact, so the loop-by-loop
+    definitions above are computed per level and per tensor in whole-array passes with the mappings contiguous
+    (``[level, dimension, mapping]``); the per-level results are returned as (M, L) arrays."""
     T = np.asarray(T, float)
     S = np.asarray(S, float)
-    M, L, _ = T.shape
+    M, L, K = T.shape
     if L != len(levels):
         raise SpecError(f"a mapping has {L} levels, the architecture {len(levels)}", key="mapping")
-    B = np.cumprod(T * S, axis=1)  # bounds covered at each level
-    spat = np.prod(S, axis=2)  # fan-out used at each level
-    util = np.ones((M, L))  # utilized instances of each level: spatial fan-outs above it
+    Tt = np.ascontiguousarray(T.transpose(1, 2, 0))  # no copy for the search's arrays (built in this layout)
+    St = np.ascontiguousarray(S.transpose(1, 2, 0))
+    Bt = Tt * St  # bounds covered at each level: the running product over the levels
+    for l in range(1, L):
+        Bt[l] *= Bt[l - 1]
+    spat = St.prod(axis=1)  # fan-out used at each level (L, M)
+    util = np.ones((L, M))  # utilized instances of each level: spatial fan-outs above it
     for l in range(L - 2, -1, -1):
-        util[:, l] = util[:, l + 1] * spat[:, l + 1]
-    mac_util = util[:, 0] * spat[:, 0]
+        util[l] = util[l + 1] * spat[l + 1]
+    mac_util = util[0] * spat[0]
     macs = problem.macs
     fan = fanouts(levels, mac_instances)
-    valid = np.all(spat <= fan[None, :] + 1e-9, axis=1)
-    reads = np.zeros((M, L))
-    writes = np.zeros((M, L))
-    per_tensor = {}
+    valid = np.all(spat <= fan[:, None] + 1e-9, axis=0)
+    spread = np.flatnonzero((spat != 1).any(axis=1)).tolist()  # levels with a spatial fan-out in some mapping
+    pos = loop_positions(perm, 1)
+    keyed = np.maximum(pos, (Tt[1:] <= 1).view(np.int8) * np.int8(K))  # a loop's place, 7 where its factor is 1
+    tot = Tt.prod(axis=1)  # every factor of a level (L, M)
+    suf = np.ones((L + 1, M))  # every factor of the levels from j up
+    for j in range(L - 1, -1, -1):
+        suf[j] = tot[j] * suf[j + 1]
+    reads = np.zeros((L, M))
+    writes = np.zeros((L, M))
+    per_tensor, tiles = {}, {}
     for t in TENSORS:
-        rel = RELEVANT[t]
         held = [l for l, lv in enumerate(levels) if t in lv.holds]
-        tile = {l: footprint(B[:, l, :], t, problem.stride, problem.dilation) for l in held}
-        changes = {l: _tile_changes(T, perm, l, rel) for l in held}
+        tile = tiles[t] = {l: _footprint(Bt[l], t, problem.stride, problem.dilation) for l in held}
+        changes = _tile_changes(Tt, pos, keyed, tot, suf, t, held)
+        irr = _IRR_IDX[t]
+        sirr = {j: St[j, irr].prod(axis=0) if irr else 1.0 for j in spread}  # fan-out on dims irrelevant to t
+        if t == "outputs":  # distinct tiles above each level: t's relevant factors of the levels above
+            d0, d1, d2, d3 = _REL_IDX[t]
+            rel_tot = Tt[:, d0] * Tt[:, d1] * Tt[:, d2] * Tt[:, d3]
+            rel_above = {L - 1: np.ones(M)}
+            for l in range(L - 2, held[0] - 1, -1):
+                rel_above[l] = rel_above[l + 1] * rel_tot[l + 1]
         acc = {}
         child = -1
         for l in held:
-            between = S[:, child + 1:l + 1, :]  # fan-outs on the way from level l down to the child
-            irrelevant_spatial = np.prod(np.where(rel[None, None, :], 1.0, between), axis=(1, 2))
+            irrelevant_spatial = 1.0  # on the way from level l down to the child (the MACs below the innermost)
+            for j in spread:
+                if child < j <= l:
+                    irrelevant_spatial = irrelevant_spatial * sirr[j]
             if child < 0:
-                traffic = macs / (util[:, l] * irrelevant_spatial)
+                traffic = macs / (util[l] * irrelevant_spatial)
             else:
-                traffic = changes[child] * tile[child] * (util[:, child] / util[:, l]) / irrelevant_spatial
-            outer = l == held[-1]
+                traffic = changes[child] * tile[child] * (util[child] / util[l]) / irrelevant_spatial
+            # fills: Timeloop counts every tile visit as a fill (none at the outermost holder)
+            fills = np.zeros(M) if l == held[-1] else changes[l] * tile[l]
             if t == "outputs":
-                distinct = _tile_changes(T, perm, l, rel, distinct=True) * tile[l]
-                fills = 0.0 if outer else changes[l] * tile[l]  # Timeloop counts every tile visit as a fill
-                r, u = np.maximum(0.0, traffic - distinct), traffic
+                r, u = np.maximum(0.0, traffic - rel_above[l] * tile[l]), traffic.copy()
             else:
-                r, u = traffic, 0.0
-                fills = 0.0 if outer else changes[l] * tile[l]
-            acc[l] = (r + 0.0 * traffic, fills + 0.0 * traffic, u + 0.0 * traffic)
-            reads[:, l] += acc[l][0]
-            writes[:, l] += acc[l][1] + acc[l][2]
+                r, u = traffic, np.zeros(M)
+            acc[l] = (r, fills, u)  # traffic is finite and ≥ 0: the same arrays as adding 0 × traffic
+            reads[l] += r
+            writes[l] += fills + u
             child = l
         per_tensor[t] = acc
     for l, lv in enumerate(levels):
         if lv.words is not None:
-            used = sum(footprint(B[:, l, :], t, problem.stride, problem.dilation) for t in TENSORS if t in lv.holds)
+            used = sum(tiles[t][l] for t in TENSORS if t in lv.holds)
             valid &= used <= lv.words
     rbw = np.array([lv.read_bw for lv in levels])
     wbw = np.array([lv.write_bw for lv in levels])
-    level_cycles = np.maximum(reads / rbw[None, :], writes / wbw[None, :])
+    level_cycles = np.maximum(reads / rbw[:, None], writes / wbw[:, None])
     compute_cycles = macs / mac_util
-    cycles = np.maximum(compute_cycles, level_cycles.max(axis=1))
+    cycles = np.maximum(compute_cycles, level_cycles.max(axis=0))
     e_access = np.array([lv.access_energy_j for lv in levels])
-    level_energy = util * (reads + writes) * e_access[None, :]
-    out = {"valid": valid, "cycles": cycles, "compute_cycles": compute_cycles, "level_cycles": level_cycles,
-           "reads": reads, "writes": writes, "util": util, "utilized_macs": mac_util,
+    level_energy = np.ascontiguousarray((util * (reads + writes) * e_access[:, None]).T)  # (M, L): sums per row
+    out = {"valid": valid, "cycles": cycles, "compute_cycles": compute_cycles, "level_cycles": level_cycles.T,
+           "reads": reads.T, "writes": writes.T, "util": util.T, "utilized_macs": mac_util,
            "utilization": mac_util / mac_instances,
            "mac_j": np.full(M, macs * mac_energy_j), "level_j": level_energy, "per_tensor": per_tensor}
     out["energy_j"] = out["mac_j"] + level_energy.sum(axis=1)

@@ -12,6 +12,7 @@ energy or energy-delay product (``objective``).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ OBJECTIVES = ("latency", "energy", "edp")
 MAX_MAPPINGS = 2_000_000
 DEFAULT_MAPPINGS = 60_000
 BATCH = 20_000
+CHUNK = 8192  # mappings per evaluate_mappings call
 
 
 @dataclass
@@ -127,25 +129,86 @@ class _Space:
     spatial_levels: tuple
     slots: int
 
+    @functools.cached_property
+    def groups(self) -> tuple:
+        """(dimension, prime, first, end, powers) of each run of equal primes of a dimension (the columns of ``A``;
+        the prime's powers 0 … end − first)."""
+        out, j = [], 0
+        dim, prime = self.dim.tolist(), self.prime.tolist()
+        while j < len(dim):
+            k = j
+            while k < len(dim) and (dim[k], prime[k]) == (dim[j], prime[j]):
+                k += 1
+            out.append((dim[j], prime[j], j, k, np.array([float(int(prime[j]) ** e) for e in range(k - j + 1)])))
+            j = k
+        return tuple(out)
+
     def arrays(self, A: np.ndarray) -> tuple:
+        """(T, S) of the mappings ``A``, shape (M, L, 7), laid out as [level, dimension, mapping] underneath (the
+        layout ``evaluate_mappings`` works in).  A slot's factor in a dimension is the product of the primes sent
+        there: per distinct prime of the dimension, that prime to the power of how many of its copies went to the
+        slot; exact for integers, so the same numbers as multiplying prime by prime."""
         size = A.shape[0]
-        F = np.ones((size, self.slots, len(DIMS)))
-        rows = np.arange(size)
-        for j in range(len(self.dim)):
-            F[rows, A[:, j], self.dim[j]] *= self.prime[j]
-        T = F[:, :self.L, :]
-        S = np.ones((size, self.L, len(DIMS)))
+        K = len(DIMS)
+        F = np.ones((self.slots, K, size))
+        At = np.ascontiguousarray(A.T)  # (primes, M)
+        slot = np.arange(self.slots, dtype=At.dtype)[:, None]
+        seen = set()
+        for d, p, j0, j1, power in self.groups:
+            if j1 - j0 == 1:
+                f = 1.0 + (At[j0] == slot) * (p - 1.0)
+            else:
+                f = power[(At[j0:j1, None, :] == slot).sum(axis=0, dtype=np.intp)]
+            if d in seen:
+                F[:, d, :] *= f
+            else:
+                F[:, d, :] = f
+                seen.add(d)
+        St = np.ones((self.L, K, size))
         for i, l in enumerate(self.spatial_levels):
-            S[:, l, :] = F[:, self.L + i, :]
-        return T, S
+            St[l] = F[self.L + i]
+        return F[:self.L].transpose(2, 0, 1), St.transpose(2, 0, 1)
 
 
 def _initial(space: _Space, rng, size: int) -> np.ndarray:
     """Each mapping draws its own slot preferences (Dirichlet), so the sample spans tiny and large inner tiles."""
-    w = rng.dirichlet(np.full(space.slots, 0.5), size)
-    cum = np.cumsum(w, axis=1)
+    w = rng.dirichlet(np.full(space.slots, 0.5), size).T
+    cum = np.empty(w.shape)  # the running sum over the slots (np.cumsum's additions, one slot at a time)
+    cum[0] = w[0]
+    for s in range(1, space.slots):
+        np.add(cum[s - 1], w[s], out=cum[s])
     u = rng.random((size, len(space.dim)))
-    return np.minimum((u[:, :, None] > cum[:, None, :]).sum(axis=2), space.slots - 1)
+    A = np.zeros(u.shape, _slot_dtype(space.slots))  # the slot of each prime: how many cumulative weights u passes
+    for s in range(space.slots - 1):
+        A += u > cum[s][:, None]
+    return A
+
+
+def _slot_dtype(slots: int):
+    """The smallest integer type of a slot index (the mapping arrays are copied every round)."""
+    return np.uint8 if slots <= 255 else np.int64
+
+
+def _orders(R: np.ndarray) -> np.ndarray:
+    """Loop orders (int8) drawn as ``np.argsort(R, axis=2)`` of uniform draws R (M, L, 7), by ranks: loop i's place
+    is the number of draws below it (equal draws in index order, as a stable sort puts them), and the order is the
+    inverse of the places (packed in 4 bits per place).  One pass per pair of the 7 loops instead of a sort call per
+    row."""
+    M, L, K = R.shape
+    Rt = np.ascontiguousarray(R.reshape(M * L, K).T)
+    rank = np.zeros((K, M * L), np.int8)
+    for i in range(K):
+        for j in range(i + 1, K):
+            before = Rt[j] < Rt[i]
+            rank[i] += before
+            rank[j] += ~before
+    packed = np.zeros(M * L, np.int32)
+    for i in range(1, K):
+        packed |= np.int32(i) << (rank[i] * np.int8(4))
+    perm = np.empty((M * L, K), np.int8)
+    for p in range(K):
+        perm[:, p] = (packed >> np.int32(4 * p)) & np.int32(15)
+    return perm.reshape(M, L, K)
 
 
 def _mutate(space: _Space, A: np.ndarray, perm: np.ndarray, rng) -> tuple:
@@ -188,16 +251,19 @@ def search_mappings(spec, dsp, *, top: int = 10, objective: str = "latency", max
     hz = dsp.clock_hz
 
     def price(A, perm):
-        T, S = space.arrays(A)
-        o = evaluate_mappings(problem, levels, mac_inst, mac_e, T, S, perm)
-        t = o["cycles"] / hz
-        val = {"total_s": t, "energy_j": o["energy_j"], "edp_js": t * o["energy_j"]}[key]
-        tie = o["energy_j"] if key == "total_s" else t
-        return np.where(o["valid"], val, np.inf), np.where(o["valid"], tie, np.inf)
+        val, tie = np.empty(len(A)), np.empty(len(A))
+        for i in range(0, len(A), CHUNK):  # chunks whose arrays stay in cache; each mapping is priced alone
+            T, S = space.arrays(A[i:i + CHUNK])
+            o = evaluate_mappings(problem, levels, mac_inst, mac_e, T, S, perm[i:i + CHUNK])
+            t = o["cycles"] / hz
+            v = {"total_s": t, "energy_j": o["energy_j"], "edp_js": t * o["energy_j"]}[key]
+            val[i:i + CHUNK] = np.where(o["valid"], v, np.inf)
+            tie[i:i + CHUNK] = np.where(o["valid"], o["energy_j"] if key == "total_s" else t, np.inf)
+        return val, tie
 
     first = max(1, min(max_mappings // 2, 4 * BATCH))
     A = _initial(space, rng, first)
-    perm = np.argsort(rng.random((first, L, len(DIMS))), axis=2)
+    perm = _orders(rng.random((first, L, len(DIMS))))
     val, tie = price(A, perm)
     seen = first
     per_round = max(1, (max_mappings - first) // ROUNDS)
@@ -207,7 +273,7 @@ def search_mappings(spec, dsp, *, top: int = 10, objective: str = "latency", max
         if not len(keep):
             extra = min(BATCH, max_mappings - seen)
             A2 = _initial(space, rng, extra)
-            p2 = np.argsort(rng.random((extra, L, len(DIMS))), axis=2)
+            p2 = _orders(rng.random((extra, L, len(DIMS))))
         else:
             reps = max(1, min(per_round, max_mappings - seen) // len(keep))
             A2, p2 = _mutate(space, np.repeat(A[keep], reps, 0), np.repeat(perm[keep], reps, 0), rng)
@@ -222,19 +288,23 @@ def search_mappings(spec, dsp, *, top: int = 10, objective: str = "latency", max
     A, perm, val, tie = A[ok], perm[ok], val[ok], tie[ok]
     T, S = space.arrays(A)
     order = np.lexsort((tie, val))
-    rows, fingerprints = [], set()
+    chosen, fingerprints = [], set()  # the best of each distinct factorization, in rank order
     for i in order:
         fp = (T[i].tobytes(), S[i].tobytes())
         if fp in fingerprints:
             continue
         fingerprints.add(fp)
-        doc = mapping_doc(levels, T, S, perm, int(i))
-        e = mapping_estimate(spec, dsp, T[i:i + 1], S[i:i + 1], perm[i:i + 1], plan_doc={"mapping": doc})
+        chosen.append(int(i))
+        if top and len(chosen) >= top:
+            break
+    o = evaluate_mappings(problem, levels, mac_inst, mac_e, T[chosen], S[chosen], perm[chosen])  # one call for all
+    rows = []
+    for k, i in enumerate(chosen):
+        doc = mapping_doc(levels, T, S, perm, i)
+        e = mapping_estimate(spec, dsp, None, None, None, plan_doc={"mapping": doc}, priced=o, i=k)
         rows.append({"rank": len(rows) + 1, "macs_used": e.plan["macs_used"], "cycles": e.cycles,
                      "total_s": e.total_s, "energy_j": e.energy_j, "edp_js": e.edp, "pj_per_mac": e.pj_per_mac,
                      "utilization": e.utilization, **e.parts, **e.energy_parts, "mapping": doc})
-        if top and len(rows) >= top:
-            break
     notes = [f"{seen:,} mappings priced: a Dirichlet-spread random sample, then {ROUNDS} rounds of mutating the "
              f"best {ELITE} (seed {seed})"]
     return DataflowPlans(spec.name, dsp.id, "mapping", objective, rows, seen, notes)
