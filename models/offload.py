@@ -40,86 +40,94 @@ def segments(place: tuple, resident: bool) -> list[tuple[str, list[int]]]:
     return out
 
 
+def segment_terms(spec, node, where: str, idx: list, k, actor, n, z) -> tuple:
+    """One segment's share of a request: (part → its addends, in the order they are added; the busy seconds it adds,
+    [(resource, seconds, shared)] in insertion order — ``shared`` marks the resources other segments add to too:
+    the host, a device's links and compute, the network)."""
+    host = node.host
+    ks = [spec.kernels[i] for i in idx]
+    add = {"message_s": [np.where(actor, node.message_s * len(idx), 0.0)]}  # t_msg: one message per stage actor
+    busy = [(f"actor:{i}", z + np.where(actor, node.message_s, 0.0), False) for i in idx]
+    if where == "cpu":
+        t = n * sum(kk.ops_per_element for kk in ks) / host.ops_per_s  # T_cpu = n·c/X_cpu
+        add["cpu_s"] = [t]
+        busy.append(("host", t, True))
+        return add, busy
+    a = node.accelerator(where)
+    m = n / k
+    b_in, b_out = ks[0].bytes_in, ks[-1].bytes_out
+    a_enq = len(ks) * a.enqueue_s + z  # host-side enqueue per kernel and chunk
+    a_h2d = z if a.shared_memory else a.h2d_latency_s + m * b_in / a.h2d_bytes_per_s  # n·b_in/BW_H2D
+    a_launch = len(ks) * a.launch_s + z  # t_launch per kernel
+    a_comp = m * sum(kk.ops_per_element for kk in ks) / a.ops_per_s  # n·c/X_dev
+    a_dev = a_launch + a_comp
+    a_d2h = z if a.shared_memory else a.d2h_latency_s + m * b_out / a.d2h_bytes_per_s  # n·b_out/BW_D2H
+    stages = np.stack(np.broadcast_arrays(a_enq, a_h2d, a_dev, a_d2h))
+    worst = stages.argmax(axis=0)
+    extra = (k - 1) * stages.max(axis=0)  # flow shop of k identical chunks: Σ a + (k−1)·max a
+    share = np.where(a_dev > 0, a_launch / np.where(a_dev > 0, a_dev, 1.0), 0.0)
+    add["enqueue_s"] = [a_enq, np.where(worst == 0, extra, 0.0)]
+    add["h2d_s"] = [a_h2d, np.where(worst == 1, extra, 0.0)]
+    add["launch_s"] = [a_launch, np.where(worst == 2, extra * share, 0.0)]
+    add["device_s"] = [a_comp, np.where(worst == 2, extra * (1 - share), 0.0)]
+    add["d2h_s"] = [a_d2h, np.where(worst == 3, extra, 0.0)]
+    # busy time per request: the segment's own queues (latency included: a queue waits it out) and the device's
+    # shared resources (the links and the device itself; a latency does not occupy them)
+    q = idx[0]
+    busy += [(f"actor:{q}", k * a_enq, False), (f"h2d-queue:{q}", k * a_h2d, False),
+             (f"dev-queue:{q}", k * a_dev, False), (f"d2h-queue:{q}", k * a_d2h, False)]
+    if not a.shared_memory:
+        busy += [(f"h2d:{where}", k * (a_h2d - a.h2d_latency_s), True),
+                 (f"d2h:{where}", k * (a_d2h - a.d2h_latency_s), True)]
+    busy.append((f"dev:{where}", k * a_comp, True))
+    if spec.remote:
+        if node.net_bytes_per_s is None:
+            raise SpecError(f"the workload's actors are remote but {node.name} has no network", key="remote")
+        add["network_s"] = [2 * node.net_latency_s + n * (b_in + b_out) / node.net_bytes_per_s]  # α + n·b/BW each way
+        t_in, t_out = n * b_in / node.net_bytes_per_s, n * b_out / node.net_bytes_per_s  # full duplex
+        busy += [(f"net-in-queue:{q}", node.net_latency_s + t_in, False),
+                 (f"net-out-queue:{q}", node.net_latency_s + t_out, False), ("net-in", t_in, True),
+                 ("net-out", t_out, True)]
+    return add, busy
+
+
 def chain_terms(spec, node, plan: dict, n) -> dict:
     """Parts (TIME_PARTS), ``total_s`` and per-resource busy seconds (``busy``: name → array) of one request of
     ``n`` elements (array) under ``plan``.  ``plan["chunks"]`` and ``plan["api"]`` may be arrays broadcasting with
-    ``n`` (the search prices every chunk count × API × size of one placement in one call; same formula)."""
+    ``n`` (same formula): the segments' terms (``segment_terms``) added in chain order."""
     n = np.asarray(n, dtype=float)
     z = 0.0 * n
     parts = {k: z.copy() for k in TIME_PARTS}
     busy: dict = {}
     actor = np.asarray(plan["api"]) == "actor"
     k = np.asarray(plan["chunks"], dtype=float)
-    host = node.host
-
-    def add_busy(key, v):
-        busy[key] = busy.get(key, z) + v
-
     for where, idx in segments(tuple(plan["place"]), plan["resident"]):
-        ks = [spec.kernels[i] for i in idx]
-        msg = np.where(actor, node.message_s * len(idx), 0.0)  # t_msg: one message per stage actor
-        parts["message_s"] = parts["message_s"] + msg
-        for i in idx:
-            add_busy(f"actor:{i}", z + np.where(actor, node.message_s, 0.0))
-        if where == "cpu":
-            t = n * sum(kk.ops_per_element for kk in ks) / host.ops_per_s  # T_cpu = n·c/X_cpu
-            parts["cpu_s"] = parts["cpu_s"] + t
-            add_busy("host", t)
-            continue
-        a = node.accelerator(where)
-        m = n / k
-        b_in, b_out = ks[0].bytes_in, ks[-1].bytes_out
-        a_enq = len(ks) * a.enqueue_s + z  # host-side enqueue per kernel and chunk
-        a_h2d = z if a.shared_memory else a.h2d_latency_s + m * b_in / a.h2d_bytes_per_s  # n·b_in/BW_H2D
-        a_launch = len(ks) * a.launch_s + z  # t_launch per kernel
-        a_comp = m * sum(kk.ops_per_element for kk in ks) / a.ops_per_s  # n·c/X_dev
-        a_dev = a_launch + a_comp
-        a_d2h = z if a.shared_memory else a.d2h_latency_s + m * b_out / a.d2h_bytes_per_s  # n·b_out/BW_D2H
-        stages = np.stack(np.broadcast_arrays(a_enq, a_h2d, a_dev, a_d2h))
-        worst = stages.argmax(axis=0)
-        extra = (k - 1) * stages.max(axis=0)  # flow shop of k identical chunks: Σ a + (k−1)·max a
-        parts["enqueue_s"] = parts["enqueue_s"] + a_enq + np.where(worst == 0, extra, 0.0)
-        parts["h2d_s"] = parts["h2d_s"] + a_h2d + np.where(worst == 1, extra, 0.0)
-        share = np.where(a_dev > 0, a_launch / np.where(a_dev > 0, a_dev, 1.0), 0.0)
-        parts["launch_s"] = parts["launch_s"] + a_launch + np.where(worst == 2, extra * share, 0.0)
-        parts["device_s"] = parts["device_s"] + a_comp + np.where(worst == 2, extra * (1 - share), 0.0)
-        parts["d2h_s"] = parts["d2h_s"] + a_d2h + np.where(worst == 3, extra, 0.0)
-        # busy time per request: the segment's own queues (latency included: a queue waits it out) and the
-        # device's shared resources (the links and the device itself; a latency does not occupy them)
-        q = idx[0]
-        add_busy(f"actor:{q}", k * a_enq)
-        add_busy(f"h2d-queue:{q}", k * a_h2d)
-        add_busy(f"dev-queue:{q}", k * a_dev)
-        add_busy(f"d2h-queue:{q}", k * a_d2h)
-        if not a.shared_memory:
-            add_busy(f"h2d:{where}", k * (a_h2d - a.h2d_latency_s))
-            add_busy(f"d2h:{where}", k * (a_d2h - a.d2h_latency_s))
-        add_busy(f"dev:{where}", k * a_comp)
-        if spec.remote:
-            if node.net_bytes_per_s is None:
-                raise SpecError(f"the workload's actors are remote but {node.name} has no network", key="remote")
-            t = 2 * node.net_latency_s + n * (b_in + b_out) / node.net_bytes_per_s  # α_net + n·b/BW_net each way
-            parts["network_s"] = parts["network_s"] + t
-            t_in, t_out = n * b_in / node.net_bytes_per_s, n * b_out / node.net_bytes_per_s  # full duplex
-            add_busy(f"net-in-queue:{q}", node.net_latency_s + t_in)
-            add_busy(f"net-out-queue:{q}", node.net_latency_s + t_out)
-            add_busy("net-in", t_in)
-            add_busy("net-out", t_out)
+        add, seg_busy = segment_terms(spec, node, where, idx, k, actor, n, z)
+        for part, terms in add.items():
+            for t in terms:
+                parts[part] = parts[part] + t
+        for key, v, _ in seg_busy:
+            busy[key] = busy.get(key, z) + v
     total = sum(parts[p] for p in TIME_PARTS)
     return {**parts, "total_s": total, "busy": busy}
 
 
-def device_bytes(spec, plan: dict, n) -> dict:
-    """Device memory per accelerator: each segment holds its input and every stage's output for the chunks in flight
+def segment_bytes(spec, idx: list, n, k):
+    """Device memory of one device segment: its input and every stage's output for the chunks in flight
     (double-buffered: min(k, 2) chunks of n/k)."""
+    per = spec.kernels[idx[0]].bytes_in + sum(spec.kernels[i].bytes_out for i in idx)
+    return n / k * np.minimum(k, 2.0) * per
+
+
+def device_bytes(spec, plan: dict, n) -> dict:
+    """Device memory per accelerator: the largest of its segments' ``segment_bytes``."""
     n = np.asarray(n, dtype=float)
     k = np.asarray(plan["chunks"], dtype=float)  # an array broadcasting with n in the search
     out: dict = {}
     for where, idx in segments(tuple(plan["place"]), plan["resident"]):
         if where == "cpu":
             continue
-        per = spec.kernels[idx[0]].bytes_in + sum(spec.kernels[i].bytes_out for i in idx)
-        v = n / k * np.minimum(k, 2.0) * per
+        v = segment_bytes(spec, idx, n, k)
         out[where] = np.maximum(out.get(where, 0.0 * n), v)
     return out
 

@@ -21,7 +21,9 @@ with the batches' arrival SCV 1/b, plus service), three one-way propagations (ac
 scheduler (sched-psmr), the thread queue (GI^X/G/1: Kingman on a thread's batch of X ~ Bin(b, p) commands plus the
 wait inside the batch), execution, reply.  Commands map to rings as the executor maps them (thread j's group → ring
 j mod g, the "all" group → ring n mod g, ring q's leader on replica q mod r), so uneven rings bound the throughput
-by the busiest one.  Everything broadcasts over numpy arrays of plans (``evaluate``); ``estimate_plan`` prices one.
+by the busiest one.  Everything broadcasts over numpy arrays of plans (``evaluate``; a ring's terms depend only on
+its class, ``replication_terms.ring_classes``, so each is priced per class and dealt to the rings); ``estimate_plan``
+prices one.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ import numpy as np
 
 from parplan.errors import SpecError, did_you_mean, short
 from parplan.models.plan_pairs import plan_pairs
-from parplan.models.replication_terms import imbalance_array
+from parplan.models.replication_terms import imbalance_array, ring_classes
 
 CAPACITY_PARTS = ("exec_s", "scheduler_s", "leader_cpu_s", "learner_cpu_s", "nic_out_s", "nic_in_s")
 EXEC_PARTS = ("execute_independent_s", "execute_dependent_s", "sync_s", "imbalance_s")
@@ -49,27 +51,6 @@ def _kingman(rho, s_mean, ca2, cs2):
     with np.errstate(divide="ignore", invalid="ignore"):
         w = (ca2 + cs2) / 2 * rho / (1.0 - rho) * s_mean
     return np.where(rho < 1.0, np.where(rho > 0, w, 0.0), np.inf)
-
-
-def ring_shares(n, g, d: float, r: int):
-    """(share of the commands per ring [..., G], share per replica of the rings it leads [..., r]) for thread counts
-    ``n`` and ring counts ``g``: thread j's group goes to ring j mod g, the "all" group to ring n mod g, ring q's
-    leader sits on replica q mod r (the executor's mapping)."""
-    n = np.asarray(n, dtype=int)
-    g = np.asarray(g, dtype=int)
-    nb, gb = np.broadcast_arrays(n, g)
-    G = int(gb.max()) if gb.size else 1
-    keys, inv = np.unique(nb.ravel().astype(np.int64) * (G + 1) + gb.ravel(), return_inverse=True)
-    rows = np.zeros((len(keys), G))  # one row per distinct (threads, rings), gathered for every plan
-    for k, key in enumerate(keys.tolist()):
-        nn, gg = divmod(key, G + 1)
-        rows[k, :gg] = (1 - d) * np.bincount(np.arange(nn) % gg, minlength=gg) / nn
-        rows[k, nn % gg] += d
-    share = rows[inv.reshape(-1)].reshape(nb.shape + (G,))
-    nic = np.zeros(nb.shape + (r,))
-    for k in range(r):
-        nic[..., k] = share[..., k::r].sum(axis=-1)
-    return share, nic
 
 
 def evaluate(spec, machine, scheme, n, g, b, load=None) -> dict:
@@ -98,18 +79,22 @@ def evaluate(spec, machine, scheme, n, g, b, load=None) -> dict:
     out["scheduler_s"] = np.where(sched, spec.sched_s, 0.0)  # X ≤ 1/t_sched (S01(b), CBASE-style)
     acks = np.ceil(r / 2) if r > 1 else 0.0
     batch_cpu = (r - 1) * o.send_s + acks * o.ack_s  # per batch message: (r−1)·c_send + ⌈r/2⌉·c_ack (§4.2)
-    share, nic = ring_shares(n, g, d, int(r))  # per ring: share of the commands; per replica: its leaders' share
-    s_max = share.max(axis=-1)
+    rc = ring_classes(*np.broadcast_arrays(n.astype(int), g.astype(int)), d, int(r))  # the rings by class
+    inv = rc["inv"].reshape(np.broadcast_shapes(n.shape, g.shape))  # each plan's (threads, rings) row
+    s_max = rc["s_max"][inv]  # the busiest ring's share of the commands
     c_lead = o.recv_s + o.per_command_s + batch_cpu / b  # c_L per command of a ring (§4.2, per-message costs / b)
     out["leader_cpu_s"] = c_lead * s_max  # the busiest ring's leader (1/g of the commands when the rings are even)
     out["learner_cpu_s"] = o.deliver_s * s_max + 0 * b  # c_replica per command of the busiest ring's learner
     wire = (r - 1) * (m + h / b) / bw  # (r−1)·m/B (§4.2): the leader sends each command to r−1 replicas
-    out["nic_out_s"] = wire * nic.max(axis=-1)  # the replica whose ring leaders carry the largest share
+    out["nic_out_s"] = wire * rc["nic_max"][inv]  # the replica whose ring leaders carry the largest share
     out["nic_in_s"] = (m + h / b) / bw + 0 * g  # every replica receives every command
-    cap = np.stack(np.broadcast_arrays(*[out[k] for k in CAPACITY_PARTS]))
-    worst = cap.max(axis=0)
+    caps = np.broadcast_arrays(*[out[k] for k in CAPACITY_PARTS])
+    cap = np.stack(caps, axis=-1)  # [..., resource]
+    worst = caps[0]
+    for c in caps[1:]:
+        worst = np.maximum(worst, c)  # a max is exact in any order
     out["throughput_per_s"] = 1.0 / worst
-    out["limit_index"] = cap.argmax(axis=0)
+    out["limit_index"] = cap.argmax(axis=-1)  # the first of equal bounds, in CAPACITY_PARTS order
     x = out["throughput_per_s"]
     lam = x * spec.load_fraction if load is None else np.asarray(load, dtype=float) + 0 * x
     out["load_per_s"] = lam
@@ -117,24 +102,38 @@ def evaluate(spec, machine, scheme, n, g, b, load=None) -> dict:
     # latency at λ — batch-level stations fed by batches of b: arrival SCV 1/b (Erlang-b gaps of Poisson clients),
     # Kingman's GI/G/1 wait (c_a² + c_s²)/2 · ρ/(1 − ρ) · S per station, averaged over the rings by their shares
     ca2 = 1.0 / b
-    lam_q = lam[..., None] * share  # per-ring command rates
-    w = share / np.maximum(share.sum(axis=-1, keepdims=True), 1e-300)  # a random command's ring
-    lead_batch = (b * (o.recv_s + o.per_command_s) + batch_cpu)[..., None] + 0 * share
-    out_batch = ((r - 1) * (b * m + h) / bw)[..., None] + 0 * share
+    # ring q's terms depend only on its class (``ring_classes``): each station's wait is priced per class (and per
+    # replica for a leader's NIC), dealt to the G rings of every plan and summed over them as one row of G
+    shape = np.broadcast_shapes(lam.shape, b.shape, inv.shape)
+    size = int(np.prod(shape))
+    cw = np.broadcast_to(rc["class_weight"].take(inv, axis=0), shape + (4,))  # a random command's ring, per class
+    lam_c = lam[..., None] * rc["class_share"].take(inv, axis=0)  # per-class command rates of one ring
+    G, rp = rc["G"], rc["nic"].shape[-1]
+    by_class = rc["cls"].take(np.broadcast_to(inv, shape).ravel(), axis=0)  # [plans, G]: ring q's class …
+    by_class += (np.arange(size) * 4)[:, None]  # … as a flat index into [plans, 4]
+    by_replica = by_class * rp  # … and into [plans, 4, rp] with its leader's replica, q mod r
+    by_replica += np.arange(G) % int(r)
+
+    def ring_sum(term, at):  # Σ_q over the G rings of a plan of its terms per class [..., 4] or class × replica
+        return np.ascontiguousarray(term).ravel().take(at).reshape(shape + (G,)).sum(axis=-1)
+
+    def kingman_q(rho, s):  # Kingman's wait at a ring's station, ρ per class or replica [..., k]
+        return _kingman(rho, s[..., None], ca2[..., None] + 0 * rho, 0.0)
+
+    lead_batch = b * (o.recv_s + o.per_command_s) + batch_cpu + 0 * lam
+    out_batch = (r - 1) * (b * m + h) / bw + 0 * lam
     in_batch = (b * m + h) / bw
-    learn_batch = (b * o.deliver_s)[..., None] + 0 * share
-    k_of = np.arange(share.shape[-1]) % int(r)
-    rho_nic_q = lam[..., None] * np.take(nic, k_of, axis=-1) * wire[..., None]  # the ring leader's NIC
+    learn_batch = b * o.deliver_s + 0 * lam
     rho_in = lam * out["nic_in_s"]
-    kq = lambda rho, s: (w * _kingman(rho, s, ca2[..., None] + 0 * rho, 0.0)).sum(axis=-1)  # noqa: E731
     out["client_s"] = alpha + m / bw + 0 * lam  # client → leader, one way
-    used = (share > 0).sum(axis=-1)
+    used = rc["used"][inv]  # rings that carry commands
     out["batching_s"] = (b - 1) * used / (2 * lam)  # Σ_q s_q·(b−1)/(2 λ s_q): a command waits for (b−1)/2 others
-    out["leader_s"] = kq(lam_q * c_lead[..., None], lead_batch) + lead_batch[..., 0]
-    out["transfer_s"] = (kq(rho_nic_q, out_batch) + out_batch[..., 0]
+    out["leader_s"] = ring_sum(cw * kingman_q(lam_c * c_lead[..., None], lead_batch), by_class) + lead_batch
+    rho_nic = lam[..., None] * rc["nic"][inv] * wire[..., None]  # a ring leader's NIC, per replica
+    out["transfer_s"] = (ring_sum(cw[..., None] * kingman_q(rho_nic, out_batch)[..., None, :], by_replica) + out_batch
                          + _kingman(rho_in, in_batch, ca2, 0.0) + in_batch)
     out["propagation_s"] = 3 * alpha + 0 * lam  # accept, phase-2b ack, decision to the learners
-    out["deliver_s"] = kq(lam_q * o.deliver_s, learn_batch) + learn_batch[..., 0]
+    out["deliver_s"] = ring_sum(cw * kingman_q(lam_c * o.deliver_s, learn_batch), by_class) + learn_batch
     # sched-psmr: the scheduler takes the learner's batches of b (service b·t_sched, deterministic)
     rho_s = lam * out["scheduler_s"]
     ts = spec.sched_s

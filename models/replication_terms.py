@@ -15,6 +15,9 @@ E[max] ≈ m/n + sqrt(m/n) · e_n (e_n = expected maximum of n iid standard norm
 correlation cancels the (1 − 1/n) variance factor exactly).
 
 Scheduler-based parallel SMR hands commands to threads round-robin: a segment's busiest thread has ⌈m/n⌉.
+
+``ring_classes`` groups the ordering rings of many plans into the four classes their command shares fall in, so the
+latency model prices each ring station once per class instead of once per ring.
 """
 from __future__ import annotations
 
@@ -118,12 +121,53 @@ def imbalance_commands(n: int, d: float, scheme: str) -> float:
 
 
 def imbalance_array(n: np.ndarray, d: float, scheme: np.ndarray) -> np.ndarray:
-    """``imbalance_commands`` over arrays of thread counts and scheme names (cached per distinct pair)."""
+    """``imbalance_commands`` over arrays of thread counts and scheme names (cached per distinct thread count and
+    hand-out: round-robin for sched-psmr, by key hash for the others)."""
     n = np.asarray(n, dtype=int)
-    scheme = np.asarray(scheme)
-    nb, sb = np.broadcast_arrays(n, scheme)
-    names, s_idx = np.unique(sb.ravel(), return_inverse=True)
-    keys, inv = np.unique(nb.ravel().astype(np.int64) * len(names) + s_idx.reshape(-1), return_inverse=True)
-    vals = np.array([imbalance_commands(int(k // len(names)), float(d), str(names[k % len(names)]))
+    nb, sb = np.broadcast_arrays(n, np.asarray(scheme))
+    if not nb.size:
+        return np.zeros(nb.shape)
+    key = nb.ravel().astype(np.int64) * 2 + (sb.ravel() == "sched-psmr")
+    seen = np.zeros(int(key.max()) + 1, dtype=bool)
+    seen[key] = True
+    keys = np.flatnonzero(seen)
+    vals = np.array([imbalance_commands(int(k // 2), float(d), "sched-psmr" if k % 2 else "psmr")
                      for k in keys.tolist()])
-    return vals[inv.reshape(-1)].reshape(nb.shape) if len(keys) else np.zeros(nb.shape)
+    return vals[(np.cumsum(seen) - 1)[key]].reshape(nb.shape)
+
+
+def ring_classes(n, g, d: float, r: int) -> dict:
+    """The rings of every plan (thread counts ``n``, ring counts ``g``: equal-shape int arrays) by class: thread j's
+    group goes to ring j mod g and the "all" group to ring n mod g, so ring q carries (1−d)·⌈n/g⌉/n of the commands
+    for q < n mod g (class 0), (1−d)·⌊n/g⌋/n + d at q = n mod g (class 2), (1−d)·⌊n/g⌋/n above it (class 1) and
+    nothing at q ≥ g (class 3: the padding to the largest ring count G).  Per distinct (threads, rings), row ``inv``
+    of each plan: ``share`` [U, G] (as if dealt ring by ring), ``cls`` [U, G], ``class_share`` and ``class_weight``
+    [U, 4] (a class's share and its share of the row's sum: the weight of a random command's ring), ``s_max``,
+    ``used`` (rings with commands), ``nic`` [U, min(r, G)] (share of the rings each replica leads: ring q's leader
+    sits on replica q mod r) and ``nic_max``."""
+    n = np.asarray(n, dtype=np.int64).ravel()
+    g = np.asarray(g, dtype=np.int64).ravel()
+    G = int(g.max()) if g.size else 1
+    key = n * (G + 1) + g
+    seen = np.zeros(int(key.max()) + 1 if key.size else 1, dtype=bool)
+    seen[key] = True
+    ukeys = np.flatnonzero(seen)
+    inv = (np.cumsum(seen) - 1)[key]
+    un, ug = ukeys // (G + 1), ukeys % (G + 1)
+    rem, low = un % ug, un // ug
+    q = np.arange(G)
+    cls = np.where(q < rem[:, None], 0, np.where(q == rem[:, None], 2, 1))
+    cls = np.where(q < ug[:, None], cls, 3)
+    nf = un.astype(float)
+    s_low = (1 - d) * low.astype(float) / nf  # (1−d)·count/n, the count of threads whose ring is q
+    cs = np.stack([(1 - d) * (low + 1).astype(float) / nf, s_low, s_low + d, np.zeros(len(un))], axis=1)
+    share = np.take_along_axis(cs, cls, axis=1)
+    total = np.maximum(share.sum(axis=-1), 1e-300)
+    cw = cs / total[:, None]
+    rp = min(int(r), G)
+    nic = np.zeros((len(un), rp))
+    for k in range(rp):
+        nic[:, k] = share[:, k::int(r)].sum(axis=-1)
+    return {"inv": inv, "G": G, "share": share, "cls": cls, "class_share": cs, "class_weight": cw,
+            "s_max": share.max(axis=-1), "used": (share > 0).sum(axis=-1), "nic": nic,
+            "nic_max": nic.max(axis=-1) if rp else np.zeros(len(un))}

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from parplan.errors import SpecError
-from parplan.models.offload import TIME_PARTS, break_even, chain_terms, device_bytes, fit_reasons, requests_time
+from parplan.models.offload import TIME_PARTS, break_even, chain_terms, fit_reasons, requests_time
+from parplan.models.offload_batch import price_placements
 
 MAX_PLACEMENTS = 1024
 
@@ -42,13 +43,17 @@ def placements(spec, node) -> tuple[list, list]:
                                      "placements (every stage on one place) were searched"]
 
 
-def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPlans:
-    """Every placement × residency × chunks × API × size priced: one ``chain_terms`` call per placement and residency
-    broadcasts over chunks × API × sizes (the formula ``estimate`` uses); fit by the vectorized ``device_bytes``;
-    reasons and rows are built only for the plans returned."""
-    if spec.is_heritage:
-        raise SpecError("a heritage workload has no kernel-chain search", key="heritage",
-                        hint="parplan estimate prints its texture-vs-octree report")
+def _bottleneck(spec, node, plan: dict, n: float) -> str:
+    """The resource that bounds a returned plan's request stream (requests_time on the plan alone: the same busy
+    seconds, in the same order, as its row in the search)."""
+    return str(requests_time(chain_terms(spec, node, plan, n), spec.requests)[1])
+
+
+def price_space(spec, node, fix: "dict | None" = None) -> dict:
+    """Every placement × residency × chunks × API × size priced, every placement of one residency at once
+    (``models.offload_batch.price_placements``: the figures of ``chain_terms`` + ``requests_time`` per placement,
+    bit for bit): ``t_r`` (R requests), ``bad`` (misfits) and ``parts`` (TIME_PARTS and ``total_s``), each [N, S] in
+    the order of itertools.product(places, residents, chunks, apis) × sizes, with the axes that produced them."""
     fix = dict(fix or {})
     places, notes = placements(spec, node)
     if "place" in fix:
@@ -62,26 +67,28 @@ def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPl
     k_grid = np.asarray(chunks, dtype=float)[:, None, None]  # chunks × API × sizes
     api_grid = np.asarray(apis)[None, :, None]
     shape = (C, A, S)
-    mem = {a.id: a.memory_bytes for a in node.accelerators}
-    t_r, neck, bad, parts = [], [], [], {key: [] for key in (*TIME_PARTS, "total_s")}
-    for pl in places:  # candidates in the order of itertools.product(places, residents, chunks, apis)
-        for res in residents:
-            plan = {"place": pl, "resident": res, "chunks": k_grid, "api": api_grid}
-            one = chain_terms(spec, node, plan, n)
-            tr, nk = requests_time(one, spec.requests)
-            t_r.append(np.broadcast_to(tr, shape))
-            neck.append(np.broadcast_to(np.asarray(nk), shape))
-            for key in parts:
-                parts[key].append(np.broadcast_to(one[key], shape))
-            over = np.zeros(shape, bool)
-            for where, need in device_bytes(spec, plan, n).items():
-                over |= np.broadcast_to(need, shape) > mem[where]  # fit_reasons' test, every plan at once
-            bad.append(over)
+    priced = [price_placements(spec, node, places, res, k_grid, api_grid, n) for res in residents]
     N = len(places) * len(residents) * C * A
-    t_r = np.stack(t_r).reshape(N, S)
-    neck = np.stack(neck).reshape(N, S)
-    bad = np.stack(bad).reshape(N, S)
-    parts = {key: np.stack(v).reshape(N, S) for key, v in parts.items()}
+
+    def flat(get):  # [placements, residents, C, A, S] → [N, S] (the product's order)
+        return np.stack([np.broadcast_to(get(p), (len(places), *shape)) for p in priced], axis=1).reshape(N, S)
+
+    return {"places": places, "residents": residents, "chunks": chunks, "apis": apis, "sizes": sizes, "n": n,
+            "notes": notes, "t_r": flat(lambda p: p["t_r"]), "bad": flat(lambda p: p["bad"]),
+            "parts": {key: flat(lambda p, key=key: p["parts"][key]) for key in (*TIME_PARTS, "total_s")}}
+
+
+def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPlans:
+    """Every placement × residency × chunks × API × size priced (``price_space``: the formula ``estimate`` uses);
+    reasons and rows are built only for the plans returned."""
+    if spec.is_heritage:
+        raise SpecError("a heritage workload has no kernel-chain search", key="heritage",
+                        hint="parplan estimate prints its texture-vs-octree report")
+    sp = price_space(spec, node, fix)
+    places, residents, chunks, apis, sizes, n = (sp[k] for k in ("places", "residents", "chunks", "apis", "sizes", "n"))
+    t_r, bad, parts, notes = sp["t_r"], sp["bad"], sp["parts"], sp["notes"]
+    C, A, S = len(chunks), len(apis), len(sizes)
+    N = len(t_r)
 
     def plan_of(i: int) -> dict:
         p, rest = divmod(i, len(residents) * C * A)
@@ -105,7 +112,7 @@ def search(spec, node, *, fix: "dict | None" = None, top: int = 10) -> OffloadPl
             rows.append({"rank": rank, "n": size, "place": "+".join(plan["place"]), "resident": plan["resident"],
                          "chunks": plan["chunks"], "api": plan["api"], "fits": not bool(bad[i, j]),
                          "total_s": float(parts["total_s"][i, j]), "requests": spec.requests,
-                         "requests_s": t, "bottleneck": str(neck[i, j]), "cpu_s": cpu,
+                         "requests_s": t, "bottleneck": _bottleneck(spec, node, plan, size), "cpu_s": cpu,
                          "speedup": cpu / t,
                          **{k: float(parts[k][i, j]) for k in TIME_PARTS},
                          "reasons": fit_reasons(spec, node, {**plan, "n": size}, size)})

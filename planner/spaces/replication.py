@@ -48,25 +48,40 @@ def _check_fix(fix: dict, machine) -> None:
 def _combos(spec, machine, fix: dict) -> tuple:
     """(scheme names, threads, rings, batch) arrays of the distinct plans, in the order of
     itertools.product(schemes, threads, rings, batch) with SMR's threads and rings and sched-psmr's rings folded to
-    1 (first occurrence kept); pinned values out of range are refused."""
+    1 (first occurrence kept: each scheme's block is the product of its own knobs); pinned values out of range are
+    refused."""
     _check_fix(fix, machine)
     schemes = [fix["scheme"]] if "scheme" in fix else list(spec.schemes)
     threads = [int(fix["threads"])] if "threads" in fix else list(spec.threads)
     rings = [int(fix["rings"])] if "rings" in fix else list(spec.rings)
     batch = [int(fix["batch"])] if "batch" in fix else list(spec.batch)
-    si, n, g, b = (x.ravel() for x in np.meshgrid(np.arange(len(schemes)), threads, rings, batch, indexing="ij"))
+    threads, rings, batch = (list(dict.fromkeys(v)) for v in (threads, rings, batch))  # first occurrences
+    blocks = {"smr": ([1], [1]), "sched-psmr": (threads, [1]), "psmr": (threads, rings)}  # the folded knobs
     names = np.array(schemes)
-    sname = names[si]
-    n = np.where(sname == "smr", 1, n)
-    g = np.where(sname == "psmr", g, 1)
-    code = np.unique(sname, return_inverse=True)[1].reshape(-1)  # by name: a scheme listed twice is one
-    key = code.astype(np.int64)
-    for col in (n, g, b):  # one integer key per plan (mixed radix of the value ranks): a 1-D unique
-        rank = np.unique(col, return_inverse=True)[1].reshape(-1)
-        key = key * (int(rank.max()) + 1 if rank.size else 1) + rank
-    _, first = np.unique(key, return_index=True)
-    keep = np.sort(first)
-    return sname[keep], n[keep], g[keep], b[keep]
+    parts = []
+    for name in dict.fromkeys(schemes):  # by name: a scheme listed twice is one
+        nn, gg = blocks[name]
+        parts.append([np.full(len(nn) * len(gg) * len(batch), schemes.index(name)),
+                      *(x.ravel() for x in np.meshgrid(nn, gg, batch, indexing="ij"))])
+    si, n, g, b = (np.concatenate(c) for c in zip(*parts))
+    return names[si], n, g, b
+
+
+def _ranked(keys: tuple, ok: np.ndarray, key: np.ndarray, top: int) -> np.ndarray:
+    """The first ``top`` plans (all when 0) of ``np.lexsort(keys)`` (primary key last: infeasible, then ``key``):
+    only the plans that can be among them — feasible first, up to the top-th smallest ``key`` of their group, ties
+    included — are sorted."""
+    if top == 0 or top >= len(key) or np.isnan(key).any():
+        return np.lexsort(keys)[:top or None]
+    cand = []
+    for group in (np.flatnonzero(ok), np.flatnonzero(~ok)):
+        need = top - sum(len(c) for c in cand)
+        if need <= 0 or not len(group):
+            continue
+        kg = key[group]
+        cand.append(group if need >= len(group) else group[kg <= np.partition(kg, need - 1)[need - 1]])
+    cand = np.sort(np.concatenate(cand))
+    return cand[np.lexsort(tuple(k[cand] for k in keys))][:top]
 
 
 def search(spec, machine, *, fix: "dict | None" = None, top: int = 10, objective: "str | None" = None
@@ -93,8 +108,8 @@ def search(spec, machine, *, fix: "dict | None" = None, top: int = 10, objective
     x_key = -np.round(x, 6)  # equal throughputs (one bound) tie on the next key
     key, second = (x_key, lat_key) if objective == "throughput" else (lat_key, x_key)
     # feasible first, then the objective, then the other metric; ties: fewer threads, rings, smaller batch
-    order = np.lexsort((a[2], a[1], a[0], second, key, ~ok))
-    n = len(order) if top == 0 else min(top, len(order))
+    order = _ranked((a[2], a[1], a[0], second, key, ~ok), ok, key, top)
+    n = len(order)
     rows = []
     for rank, i in enumerate(order[:n], 1):
         reasons = feasibility(spec, machine, out, i)
