@@ -1,43 +1,96 @@
-"""The ``parplan`` command: a thin typer layer over the public API."""
+"""The ``parplan`` command: a thin typer layer over the public API.
+
+Start-up: a command line whose first word names a command builds that command alone (``parplan suggest …`` neither
+imports the estimate, simulate, plot … modules nor builds their options: benchmarks/startup.py); ``--help``, a bare
+``parplan``, shell completion and anything else build every command.  ``app``, the full command (typer's CliRunner,
+``python -m parplan``), is built on first use.
+"""
 from __future__ import annotations
 
-import typer
+import gc
+import importlib
+import os
+import sys
+from typing import Any, Iterable, Optional
 
-from parplan import __version__
-from parplan.cli import (calibrate_cmd, catalog_cmd, check_cmd, estimate_cmd, export_cmd, plot_cmd, simulate_cmd,
-                         suggest_cmd, sweep_cmd, validate_cmd)
-from parplan.cli.common import GuardedGroup
-
-app = typer.Typer(
-    cls=GuardedGroup,  # usage errors as one `error:` line, exit 2 (README), not click's boxes
-    name="parplan",
-    help="Plan, predict and validate parallel configurations for large-model training.",
-    no_args_is_help=True,
-    add_completion=True,  # --install-completion / --show-completion (typer, for bash, zsh, fish, PowerShell)
-    pretty_exceptions_enable=False,
-)
+# the command modules in the order they register (the order of `parplan --help`), with the commands each registers
+# (tests/cli/test_startup_imports.py checks these names against what the modules register)
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "estimate_cmd": ("estimate",), "catalog_cmd": ("catalog",), "suggest_cmd": ("suggest",),
+    "check_cmd": ("check",), "simulate_cmd": ("simulate",), "validate_cmd": ("validate",),
+    "export_cmd": ("export",), "plot_cmd": ("plot",), "sweep_cmd": ("sweep",), "calibrate_cmd": ("calibrate",),
+}
 
 
 def _version(value: bool) -> None:
     if value:
+        import typer
+
+        from parplan import __version__
+
         typer.echo(f"parplan {__version__}")
         raise typer.Exit(0)
 
 
-@app.callback()
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                       help="print the version and exit")) -> None:
-    """parplan: which parallel configuration should I run, how fast, will it fit?"""
+def build_app(modules: Iterable[str] = tuple(COMMANDS)):
+    """The ``parplan`` typer app with the commands of ``modules`` (``parplan.cli.<module>``) registered."""
+    import typer
+
+    from parplan.cli.common import GuardedGroup
+
+    app = typer.Typer(
+        cls=GuardedGroup,  # usage errors as one `error:` line, exit 2 (README), not click's boxes
+        name="parplan",
+        help="Plan, predict and validate parallel configurations for large-model training.",
+        no_args_is_help=True,
+        add_completion=True,  # --install-completion / --show-completion (typer, for bash, zsh, fish, PowerShell)
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                           help="print the version and exit")) -> None:
+        """parplan: which parallel configuration should I run, how fast, will it fit?"""
+
+    # each command module registers its commands on the app
+    for module in modules:
+        importlib.import_module(f"parplan.cli.{module}").register(app)
+    return app
 
 
-# each command module registers its commands on the app
-for _module in (estimate_cmd, catalog_cmd, suggest_cmd, check_cmd, simulate_cmd, validate_cmd, export_cmd, plot_cmd,
-                sweep_cmd, calibrate_cmd):
-    _module.register(app)
+def command_module(argv: "list[str]") -> Optional[str]:
+    """The module of the command named by the first word of ``argv``; None (build every command) for an option,
+    an unknown word, nothing, or a shell-completion request (``_PARPLAN_COMPLETE`` and the like)."""
+    if not argv or any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+        return None
+    return next((m for m, names in COMMANDS.items() if argv[0] in names), None)
 
 
-def main() -> None:
-    app()
+_full: Any = None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the full command, built once
+        global _full
+        if _full is None:
+            _full = build_app()
+        return _full
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main(prog_name: Optional[str] = None) -> None:
+    """The console script: one command, then the process exits (typer raises ``SystemExit``)."""
+    module = command_module(sys.argv[1:])
+    app = build_app([module]) if module is not None else __getattr__("app")
+    try:
+        if prog_name is None:
+            app()
+        else:
+            app(prog_name=prog_name)
+    finally:
+        # what the command built lives until the exit; frozen, the collector's passes over it at interpreter
+        # shutdown (~65 ms after a suggest: benchmarks/startup.py) are skipped and the process frees it at once
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -42,12 +42,13 @@ class Section(str, Enum):
     platforms = "platforms"
     offload_nodes = "offload-nodes"
     layerchains = "layerchains"
+    dit_models = "dit-models"
 
 
 def _list(section: Section) -> str:
     """One catalog section as a table that fits the terminal: ids and figures never dropped, free text (names,
     groups, overlaps) wraps (``cli/tables.py``)."""
-    from parplan.cli.tables import Col, build, console
+    from parplan.cli.tables import Col, render
     # each section imports only its own loader (hardware: no numpy, no workload models)
 
     from parplan.cli.catalog_families import SECTIONS as FAMILY_SECTIONS, list_section
@@ -114,14 +115,12 @@ def _list(section: Section) -> str:
                 for g in cl.groups))
     if rows.marked:
         cols.append(Col("from", "left"))
-    con = console()
-    with con.capture() as cap:
-        table, dropped = build(con, cols, rows.rows, title=title)
-        con.print(table)
-        if dropped:
-            con.print(f"not shown (terminal too narrow): {', '.join(dropped)}; `parplan catalog show ID` has every "
-                      "field", style="dim", markup=False)
-    return cap.get()
+
+    def footer(dropped) -> str | None:
+        return (f"not shown (terminal too narrow): {', '.join(dropped)}; `parplan catalog show ID` has every field"
+                if dropped else None)
+
+    return render(cols, rows.rows, title=title, footer=footer)
 
 
 _SECTION_PARTS = {"hardware": ("hardware", "devices"), "links": ("hardware", "links"), "workloads": ("workloads",),
@@ -138,7 +137,7 @@ class _Rows:
         self.rows: list[list[str]] = []
 
     def add(self, ident: str, *cells: str) -> None:
-        from rich.markup import escape
+        from parplan.cli.tables import escape
 
         origin = ("user" if is_user(self.files[ident]) else "shipped",) if self.marked else ()
         self.rows.append([escape(str(c)) for c in (ident, *cells, *origin)])
@@ -287,7 +286,7 @@ def register(app: typer.Typer) -> None:
     def list_cmd(section: Section = typer.Argument(Section.hardware,
                                                    help="hardware | links | workloads | clusters | frameworks; the families' hardware: "
                                                         "cpus | cpu-clusters | dsps | edge | networks | "
-                                                        "edge-clusters | platforms | offload-nodes | layerchains"),
+                                                        "edge-clusters | platforms | offload-nodes | layerchains | dit-models"),
                  debug: bool = typer.Option(False, "--debug")) -> None:
         """List the ids of one catalog section with their key figures."""
         emit(_list(section), None)

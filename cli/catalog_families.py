@@ -1,5 +1,5 @@
 """`parplan catalog list` sections of the families with their own hardware kinds (task graphs, dataflow kernels,
-layer chains, process networks, replicated services, offload): id, name, kind and the family that reads each
+layer chains, process networks, replicated services, offload, DiT models): id, name, kind and the family that reads each
 entry, straight from the shipped YAML (no family is imported; ``parplan catalog show ID`` is for GPU catalogs)."""
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ SECTIONS: dict[str, tuple[tuple[str, ...], str]] = {
     "platforms": (("platforms",), "process-network"),
     "offload-nodes": (("offload_nodes",), "offload"),
     "layerchains": (("layerchains",), "layer-chain (published per-layer profiles: a workload's `chain:`)"),
+    "dit-models": (("workloads", "dit"), "dit-inference (a workload's `model:`)"),
 }
 
 
@@ -29,7 +30,7 @@ def _describe(data: dict, ident: str) -> str:
 def list_section(section: str) -> str:
     """One family-hardware section as a table (ids never dropped, names wrap)."""
     from parplan.catalogs import catalog_dir
-    from parplan.cli.tables import Col, build, console
+    from parplan.cli.tables import Col, render
     from parplan.reading import load_yaml_file
 
     parts, family = SECTIONS[section]
@@ -41,9 +42,5 @@ def list_section(section: str) -> str:
             continue
         ident = str(data.get("id") or data.get("name") or path.stem)
         rows.append([ident, _describe(data, ident), str(data.get("kind", ""))])
-    con = console()
-    with con.capture() as cap:
-        table, _ = build(con, [Col("id", "left"), Col("name", "left", wrap=True), Col("kind", "left", keep=3)],
-                         rows, title=f"{section} ({len(rows)}; read by {family})")
-        con.print(table)
-    return cap.get()
+    return render([Col("id", "left"), Col("name", "left", wrap=True), Col("kind", "left", keep=3)], rows,
+                  title=f"{section} ({len(rows)}; read by {family})", footer=lambda dropped: None)

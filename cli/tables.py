@@ -15,14 +15,11 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich import box
-from rich.cells import cell_len
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich's console and table are imported where a table is drawn with them (not for plain text)
+    from rich.console import Console
+    from rich.table import Table
 
 WIDE = 400  # width of tables written to a file (-o): no terminal to fit, nothing dropped
 
@@ -31,6 +28,8 @@ def terminal_width() -> Optional[int]:
     """The width to fit: ``COLUMNS`` when set, else the terminal's when stdout is one (rich's detection, which reads
     both); None when there is no terminal to fit (a pipe or a file: nothing is dropped)."""
     if os.environ.get("COLUMNS", "").strip() or _isatty():
+        from rich.console import Console
+
         return Console().width
     return None
 
@@ -44,6 +43,8 @@ def _isatty() -> bool:
 
 def console(width: Optional[int] = None) -> Console:
     """The output console: ``width`` when given (a file), else the terminal's (``terminal_width``), else WIDE."""
+    from rich.console import Console
+
     w = width or terminal_width() or WIDE
     return Console(highlight=False, width=w, soft_wrap=False, color_system=None if w == WIDE or width else "auto")
 
@@ -76,6 +77,16 @@ def fold(line: str, width: int, indent: str = "    ") -> list[str]:
     return [x[:width] if len(x) > width else x for x in out]
 
 
+def escape(text: str) -> str:
+    """``rich.markup.escape``, without importing rich's text modules for text it leaves alone (no ``[``, no
+    trailing backslash)."""
+    if "[" not in text and not text.endswith("\\"):
+        return text
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 @dataclass(frozen=True)
 class Col:
     name: str
@@ -105,6 +116,8 @@ def fmt_time(x: float, scale: float) -> str:
 
 def _width(con: Console, table: Table) -> int:
     # measured without the console's own limit (Measurement.get clamps to options.max_width)
+    from rich.measure import Measurement
+
     return Measurement.get(con, con.options.update(width=WIDE * 25, max_width=WIDE * 25), table).maximum
 
 
@@ -112,6 +125,11 @@ def build(con: Console, cols: Sequence[Col], rows: Sequence[Sequence[str]], *, t
           row_styles: Sequence[Optional[str]] | None = None, show_header: bool = True,
           caption: str | None = None) -> tuple[Table, list[str]]:
     """The table that fits ``con``'s width, and the names of the columns dropped to make it fit."""
+    from rich import box
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
     shown = list(range(len(cols)))
 
     def make(idx: list[int], allow_wrap: bool) -> Table:
@@ -152,16 +170,26 @@ def dropped_note(dropped: Sequence[str]) -> str | None:
 
 def render(cols: Sequence[Col], rows: Sequence[Sequence[str]], *, title: str | None = None,
            width: Optional[int] = None, notes: "Sequence[str] | Callable[[list[str]], Sequence[str]]" = (),
-           row_styles=None, show_header: bool = True, con: Console | None = None) -> str:
+           row_styles=None, show_header: bool = True, con: Console | None = None,
+           footer: Callable[[Sequence[str]], Optional[str]] = dropped_note) -> str:
     """One table (plus its notes, then the dropped-columns footer) as text that fits the width.  ``notes`` may be
-    a function of the dropped columns' names (a legend of the columns shown)."""
+    a function of the dropped columns' names (a legend of the columns shown); ``footer`` is the line naming the
+    dropped columns.  Output without styling (no terminal) is drawn as plain text (``cli/plain_table.py``: the same
+    characters, without importing rich's console)."""
+    if con is None:
+        from parplan.cli.plain_table import render_plain
+
+        text = render_plain(cols, rows, title=title, width=width, wide=WIDE, notes=notes, footer=footer,
+                            show_header=show_header, row_styles=row_styles)
+        if text is not None:
+            return text
     con = con or console(width)
     with con.capture() as cap:
         t, dropped = build(con, cols, rows, title=title, row_styles=row_styles, show_header=show_header)
         con.print(t)
         for n in (notes(dropped) if callable(notes) else notes):
             con.print(n, style="dim", markup=False)
-        note = dropped_note(dropped)
+        note = footer(dropped)
         if note:
             con.print(note, style="dim", markup=False)
     return cap.get()

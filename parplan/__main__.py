@@ -1,5 +1,5 @@
 """``python -m parplan``: the ``parplan`` command."""
-from parplan.cli.app import app
+from parplan.cli.app import main
 
 if __name__ == "__main__":
-    app(prog_name="parplan")
+    main(prog_name="parplan")

@@ -8,7 +8,6 @@ relative shortfalls, ties broken by the throughput order.
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -206,6 +205,8 @@ def _classname(workload: str, cluster: str) -> str:
 
 def junit_xml(result: CheckResult, workload: str, cluster: str) -> str:
     """JUnit XML: one testsuite, one testcase per requirement (failure element with the shortfall)."""
+    import xml.etree.ElementTree as ET
+
     suite = ET.Element("testsuite", name="parplan check", tests=str(len(result.results)),
                        failures=str(len(result.failures)), errors="0", skipped="0")
     props = ET.SubElement(suite, "properties")

@@ -15,10 +15,8 @@ from parplan.errors import SpecError
 from parplan.hardware.types import Cluster
 from parplan.models.estimate import Estimate, estimate_from_arrays
 from parplan.models.training import PlanArrays
-from parplan.planner import explain as _explain
 from parplan.planner.budget import (DEFAULT_SIZING_REACH, MAX_NODES, MAX_TOP, BudgetError, PlanBudget,  # noqa: F401
                                     check_number)
-from parplan.planner.advice import no_valid_plan_message
 from parplan.planner.export import envelope, records
 from parplan.planner.export import columns as _columns
 from parplan.planner.search import (OBJECTIVES, Evaluated, SearchOptions, evaluate_plans, goodput_summary,
@@ -204,6 +202,8 @@ class PlanSet:
     # --- explanations --------------------------------------------------------------------------------------
     def explain(self) -> list[str]:
         """Why the best beats the runner-up, and the excluded/infeasible plans by reason."""
+        from parplan.planner import explain as _explain
+
         lines = []
         if len(self) >= 2:
             lines.append(_explain.compare(self[0], self[1], self.objective))
@@ -297,6 +297,8 @@ def suggest_plans(workload: Workload, cluster: Cluster, *, objective: str | None
         cb = None if progress is None else (lambda done, total: progress(done, total, None))
         ev = run_search(workload, cluster, options, progress=cb)
     if len(ev.space) == 0 and not (sizing is not None and sizing.n_nodes is None):
+        from parplan.planner.advice import no_valid_plan_message
+
         raise SpecError(no_valid_plan_message(ev), key="plan")
     order = rank(ev, objective, price, token_budget=budget, reliability=reliability)
     if group_ties:
