@@ -81,8 +81,10 @@ class HardwareContext:
         link's measured curve.  Across domains NCCL runs one ring per NIC, so the r members of a domain drive r
         NICs in parallel: min(scale-up, r·NIC) (NCCL multi-ring)."""
         ci, cx = self.curve_intra(collective), self.curve_inter(collective)
-        intra = ci.busbw(nbytes, self.intra_rate, ranks)
-        nic = cx.busbw(nbytes, self.inter_rate) * np.maximum(per_node, 1)
+        n = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
+        x = np.log2(n)
+        intra = ci.busbw_of(n, x, self.intra_rate, ranks)
+        nic = cx.busbw_of(n, x, self.inter_rate) * np.maximum(per_node, 1)
         cross = extent > self.devices_per_node
         return (np.where(cross, np.minimum(intra, nic), intra), np.where(cross, self.inter_lat, self.intra_lat),
                 np.where(cross, cx.measured_ranks, ci.measured_ranks))

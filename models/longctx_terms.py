@@ -61,6 +61,15 @@ def check_heads(model, tp, cp, kind, dpn) -> None:
                         hint="use cp_kind=hybrid (Ulysses inside, ring across) or ring")
 
 
+def _unique_rows(cp, tp, kind):
+    """``np.unique`` of the (cp, tp, kind) rows with ``return_inverse`` (rows in lexicographic order), by one sort of
+    a packed int64 key where the values fit 20 bits each (the rows' order is the keys' order)."""
+    if cp.size and min(cp.min(), tp.min(), kind.min()) >= 0 and max(cp.max(), tp.max(), kind.max()) < 1 << 20:
+        keys, inv = np.unique((cp << 40) | (tp << 20) | kind, return_inverse=True)
+        return np.stack([keys >> 40, (keys >> 20) & 0xFFFFF, keys & 0xFFFFF], axis=1), inv
+    return np.unique(np.stack([cp, tp, kind], axis=1), axis=0, return_inverse=True)
+
+
 def layout(model, job, c) -> Layout:
     """The per-plan layout statistics (cached on the step context)."""
     if getattr(c, "lc", None) is not None:
@@ -72,8 +81,7 @@ def layout(model, job, c) -> Layout:
     kind = np.broadcast_to(P.cp_kind, shape).astype(np.int64)
     dpn = int(c.hw.devices_per_node)
     check_heads(model, tp, cp, kind, dpn)
-    keys = np.stack([cp.ravel(), tp.ravel(), kind.ravel()], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    uniq, inv = _unique_rows(cp.ravel(), tp.ravel(), kind.ravel())
     cols = np.zeros((len(uniq), 8))
     profiles = []
     seqs, s = getattr(job, "sequences", None), int(job.seq_len)

@@ -31,6 +31,7 @@ from parplan.models.plan_arrays import PlanArrays
 from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES
 from parplan.planner.budget import (DEFAULT_MAX_PLANS, DEFAULT_MEMORY_HEADROOM, HEADROOM_HELP, MAX_MBS,  # noqa: F401
                                     check_max_plans, check_number)
+from parplan.planner.search_grid import column_groups, rows_last, take_cols
 from parplan.planner.space import DEFAULT_MAX_MBS, Space
 from parplan.planner.spaces import build_space
 from parplan.workloads.transformer import Workload
@@ -39,6 +40,8 @@ OBJECTIVES = ("throughput", "memory", "cost", "devices", "time-to-train")
 # below this fraction of (row, zero level) slices surviving the memory bound, zero levels are priced separately
 SPLIT_BELOW = 0.6
 CHUNK = 16384  # plans per evaluate call: keeps the intermediate arrays in cache (≈ 2–3× faster than one big call)
+# plans per evaluate call on the space's grid (rows last: long inner loops; larger calls amortize the row terms)
+GRID_CHUNK = 65536
 # metrics kept for every plan of the space (the full result is recomputed for the plans that are reported)
 KEEP = ("step_time_s", "tokens_per_s", "mfu", "memory_peak_bytes", "heaviest_memory_stage", "params_bytes",
         "grads_bytes", "optimizer_bytes", "activations_bytes")
@@ -150,55 +153,63 @@ def evaluate_plans(workload: Workload, hw: HardwareContext, P: PlanArrays, keys=
 
 
 def evaluate_space(workload: Workload, hw: HardwareContext, space: Space, keys, keep: np.ndarray | None = None,
-                   chunk: int = CHUNK, progress: Optional[Callable[[int, int], None]] = None
+                   chunk: int = GRID_CHUNK, progress: Optional[Callable[[int, int], None]] = None
                    ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """``evaluate`` on the space's grid: the row terms (everything that depends on dp, tp, pp, cp, mbs, vpp only) are
     computed once per row and broadcast over the knob block — element for element the same arithmetic as on flat
-    arrays.  ``keep`` (bool per plan, constant over each (row, zero level) slice, e.g. "not excluded by the memory
-    bound") restricts the work to the slices it marks: each zero level is then priced on its own rows — unless
-    most slices are kept, where one pass over the whole grid is cheaper.  Returns flat arrays over all plans (NaN
-    where not priced) and the bool array of the plans priced."""
+    arrays.  Rows are priced in groups of the same knob columns (zero levels × recompute modes × sp values) holding
+    a plan to price — e.g. tp = 1 rows have no sp=true plan — on the grid of those columns only.  ``keep`` (bool per
+    plan, constant over each (row, zero level) slice, e.g. "not excluded by the memory bound") restricts the work to
+    the slices it marks — unless most slices are kept, where every plan is priced.  Returns flat arrays over all
+    plans (NaN where not priced) and the bool array of the plans priced."""
     n = len(space)
-    out = {k: np.full(n, np.nan) for k in keys}
+    # one block for all outputs: a single large allocation (huge pages where numpy advises them) instead of one
+    # page-faulting allocation per output
+    block = np.full((len(keys), n), np.nan)
+    out = {k: block[i] for i, k in enumerate(keys)}
     priced = np.zeros(n, dtype=bool)
     if n == 0:
         return out, priced
-    jobs = [(None, np.arange(space.n_rows))]
+    target = space.mask
     if keep is not None:
         kept = np.zeros(space.mask.shape, dtype=bool)
         kept[space.mask] = keep
         slab = kept.any(axis=(2, 3))  # (rows, zero levels)
         if slab.mean() <= SPLIT_BELOW:
-            jobs = [(zi, np.flatnonzero(slab[:, zi])) for zi in range(slab.shape[1])]
-            jobs = [(zi, r) for zi, r in jobs if r.size]
-    if not jobs:
+            target = space.mask & slab[:, :, None, None]
+    groups = column_groups(target, chunk // 4)
+    if not groups:
         return out, priced
+    whole = (target is space.mask and len(groups) == 1 and groups[0][0].size == space.n_rows
+             and all(c.all() for c in groups[0][1:]))  # every plan, in order
     pos = None
-    if jobs[0][0] is not None:
+    if not whole:
         pos = np.full(space.mask.shape, -1, dtype=np.int64)
         pos[space.mask] = np.arange(n)
-    total = sum(r.size for _, r in jobs)
+    total = sum(g[0].size for g in groups)
     done = 0
     start = 0
-    for zi, rows in jobs:
-        zsl = slice(None) if zi is None else slice(zi, zi + 1)
-        cells = int(np.prod(space.mask[:, zsl].shape[1:]))
+    for rows, *cols in groups:
+        idx = [slice(None) if c.all() else np.flatnonzero(c) for c in cols]
+        cells = int(np.prod([c.sum() for c in cols]))
         step = max(1, chunk // max(cells, 1))
         for i in range(0, rows.size, step):
-            sel = rows[i:i + step] if zi is not None else slice(rows[i], rows[min(i + step, rows.size) - 1] + 1)
+            sel = rows[i:i + step]
+            if sel[-1] - sel[0] + 1 == sel.size:
+                sel = slice(int(sel[0]), int(sel[-1]) + 1)
             G = space.grid(sel)
-            if zi is not None:
-                G.zero = G.zero[:, zsl]
-            res = cost_model(workload).evaluate(workload.model, workload.training, hw, G)
-            m = space.mask[sel][:, zsl]
+            G.zero, G.recompute, G.sp = G.zero[:, idx[0]], G.recompute[:, :, idx[1]], G.sp[:, :, :, idx[2]]
+            m = take_cols(target[sel], idx)
+            res = cost_model(workload).evaluate(workload.model, workload.training, hw, rows_last(G))
             nz = np.flatnonzero(m)
             if pos is None:  # whole grid in row order: the cells are the next plans in order
                 p = slice(start, start + nz.size)
                 start += nz.size
             else:
-                p = pos[sel][:, zsl].reshape(-1)[nz]
+                p = take_cols(pos[sel], idx).reshape(-1)[nz]
+            shape_t = m.shape[1:] + m.shape[:1]  # the results' rows-last layout, read back row-major at the cells
             for k in keys:
-                out[k][p] = np.broadcast_to(np.asarray(res[k]), m.shape).reshape(-1)[nz]
+                out[k][p] = np.broadcast_to(np.asarray(res[k]), shape_t).transpose(3, 0, 1, 2)[m]
             priced[p] = True
             done += m.shape[0]
             if progress is not None:

@@ -14,7 +14,7 @@ NICs while the in-domain share moves over the scale-up links, the two overlappin
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -35,24 +35,37 @@ class Curve:
     measured_ranks: int
     source: str
 
+    @cached_property
+    def _tables(self):
+        """The curve's points as arrays, built once: log2 sizes, shapes, and for each ``searchsorted(side="right")``
+        index the lower point's shape and 2^log2-size (the index less one, clipped to the points)."""
+        lx, sh = np.array(self.log2_bytes), np.array(self.shape)
+        lo = np.clip(np.arange(len(lx) + 1) - 1, 0, len(lx) - 1)
+        rk = fr = None
+        if self.ranks is not None:
+            rk = np.array([r for r, _ in self.ranks], dtype=np.float64)
+            fr = np.array([f for _, f in self.ranks], dtype=np.float64)
+        return lx, sh, sh[lo], 2.0 ** lx[lo], rk, fr
+
     def busbw(self, nbytes, rate, ranks=None):
         """Bus bandwidth (bytes/s) for messages of ``nbytes`` on a link of ``rate`` bytes/s per direction."""
         n = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
-        x = np.log2(n)
-        lx, sh = np.array(self.log2_bytes), np.array(self.shape)
+        return self.busbw_of(n, np.log2(n), rate, ranks)
+
+    def busbw_of(self, n, x, rate, ranks=None):
+        """``busbw`` of messages of n = max(nbytes, 1) bytes, x = log2(n) (computed once for several curves)."""
+        lx, sh, sh_lo, pw_lo, rk, fr = self._tables
         if len(lx) == 1:  # a flat curve (point-to-point: one message, its latency priced separately)
             shape = np.full_like(x, sh[0])
         else:
             shape = np.interp(x, lx, sh)
             # between two measured sizes the time n / busbw never falls below the lower point's: a steep rise of
             # the interpolated shape (more than ∝ n) is capped, so a larger message is never faster
-            lo = np.clip(np.searchsorted(lx, x, side="right") - 1, 0, len(lx) - 1)
-            shape = np.minimum(shape, sh[lo] * n / 2.0 ** lx[lo])
+            i = np.searchsorted(lx, x, side="right")
+            shape = np.minimum(shape, sh_lo[i] * n / pw_lo[i])
             shape = np.where(x < lx[0], sh[0] * n / 2.0 ** lx[0], shape)
         frac = self.fraction
-        if self.ranks is not None and ranks is not None:
-            rk = np.array([r for r, _ in self.ranks], dtype=np.float64)
-            fr = np.array([f for _, f in self.ranks], dtype=np.float64)
+        if rk is not None and ranks is not None:
             frac = np.interp(np.asarray(ranks, dtype=np.float64), rk, fr)
         return rate * frac * shape
 
@@ -67,6 +80,14 @@ def curve(name: str) -> Curve:
                  measured_ranks=measured, source=c.source)
 
 
+@lru_cache(maxsize=None)
+def _p2p_curve(cls: str) -> Curve:
+    """One message straight to the peer: the class's large-message fraction, flat in size."""
+    c = curve(cls)
+    return Curve(name=f"p2p-{cls}", fraction=c.fraction, log2_bytes=(0.0,), shape=(1.0,), ranks=None,
+                 measured_ranks=2, source=c.source)
+
+
 def curve_for(kind: str, collective: str, nvls: bool = False) -> Curve:
     """The measured curve of a link kind for ``collective`` in (allreduce, gather, p2p, alltoall)."""
     section = kernels_file().collectives
@@ -76,9 +97,7 @@ def curve_for(kind: str, collective: str, nvls: bool = False) -> Curve:
     if collective == "p2p":
         if kind == "nvlink":
             return curve("p2p-nvlink")
-        c = curve(cls)  # one message straight to the peer: the class's large-message fraction, flat in size
-        return Curve(name=f"p2p-{cls}", fraction=c.fraction, log2_bytes=(0.0,), shape=(1.0,), ranks=None,
-                     measured_ranks=2, source=c.source)
+        return _p2p_curve(cls)
     if cls == "nvlink" and kind == "nvlink":
         if nvls:
             return curve("nvlink-nvls" if collective == "allreduce" else "nvlink-gather")

@@ -44,20 +44,27 @@ def _quantization(M, N, K, tiles, units, k_half):
     M = np.asarray(M, dtype=np.float64)
     N = np.asarray(N, dtype=np.float64)
     K = np.asarray(K, dtype=np.float64)
-    best = None
-    for rows, cols, rel in tiles:
-        tm = np.ceil(M / rows)
-        tn = np.ceil(N / cols)
-        n_tiles = tm * tn
-        tile_util = (M * N) / (tm * rows * tn * cols)
-        if units:
-            waves = np.ceil(n_tiles / units)
-            wave_util = n_tiles / (waves * units)
-        else:
-            wave_util = 1.0
-        q = rel * tile_util * wave_util
-        best = q if best is None else np.maximum(best, q)
-    return best * K / (K + k_half)
+    # every tile at once along a leading axis (the same element-wise arithmetic as one tile at a time; the best
+    # over the tiles is a max, exact in any order)
+    rows, cols, rel = _tile_axis(tuple(map(tuple, tiles)), max(M.ndim, N.ndim, K.ndim))
+    tm = np.ceil(M / rows)
+    tn = np.ceil(N / cols)
+    n_tiles = tm * tn
+    tile_util = (M * N) / (tm * rows * tn * cols)
+    if units:
+        waves = np.ceil(n_tiles / units)
+        wave_util = n_tiles / (waves * units)
+    else:
+        wave_util = 1.0
+    q = rel * tile_util * wave_util
+    return q.max(axis=0) * K / (K + k_half)
+
+
+@lru_cache(maxsize=256)
+def _tile_axis(tiles: tuple, ndim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tiles' rows, columns and relative rates as float arrays along a new leading axis (built once)."""
+    shape = (len(tiles),) + (1,) * ndim
+    return tuple(np.array([t[i] for t in tiles], dtype=np.float64).reshape(shape) for i in range(3))
 
 
 def _anchor(prof: KernelProfile, dtype: str) -> tuple[float, float]:
@@ -92,15 +99,13 @@ def _grouped_quantization(M, N, K, groups, tiles, units, k_half):
     K = np.asarray(K, dtype=np.float64)
     G = np.maximum(np.asarray(groups, dtype=np.float64), 1.0)
     U = float(units) if units else 0.0
-    best = None
-    for rows, cols, rel in tiles:
-        tn = np.ceil(N / cols)
-        grouped = G * (M / rows + 0.5) * tn + 0.5 * U  # expected tiles + half a wave
-        dense = (G * M / rows + 1.0) * tn + U  # upper bound of the dense GEMM's tiles + wave padding
-        slots = np.maximum(grouped, dense) * rows * cols
-        q = rel * G * M * N / slots
-        best = q if best is None else np.maximum(best, q)
-    return best * K / (K + k_half)
+    rows, cols, rel = _tile_axis(tuple(map(tuple, tiles)), max(M.ndim, N.ndim, K.ndim, G.ndim))  # every tile at once
+    tn = np.ceil(N / cols)
+    grouped = G * (M / rows + 0.5) * tn + 0.5 * U  # expected tiles + half a wave
+    dense = (G * M / rows + 1.0) * tn + U  # upper bound of the dense GEMM's tiles + wave padding
+    slots = np.maximum(grouped, dense) * rows * cols
+    q = rel * G * M * N / slots
+    return q.max(axis=0) * K / (K + k_half)
 
 
 def grouped_gemm_factor(M_per_group):

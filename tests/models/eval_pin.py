@@ -1,0 +1,83 @@
+"""The search's vectorized evaluation pinned bit for bit (issue 16: the evaluation at the numpy floor).
+
+``python tests/models/eval_pin.py`` writes ``tests/models/data/eval_pin.json``: for each case, a sha256 digest of
+every array ``planner.search.evaluate_space`` returns when it prices the whole space with every output of the cost
+model (the unpruned pass the benchmarks time), and of the arrays the search itself keeps (``run_search``: the
+memory-bound pruning that prices zero levels on their own rows).  ``test_eval_pinned.py`` recomputes them; a change
+that moves any bit of any output fails it.  Beside each digest it records summary figures (count, NaNs, sum,
+a weighted sum, min, max) that the test compares within 1e-9 on any machine: the digests are exact only for the
+numpy build and CPU they were written on (one ulp of log2 or interp may differ elsewhere), the figures are not.
+Regenerate only when a change of the model's numbers is intended.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from pathlib import Path
+
+import numpy as np
+
+LONG_CONTEXT = {"model": "llama3-8b", "training": {
+    "seq_len": 65536, "global_batch": 16,
+    "sequences": {"dist": "lognormal", "median": 2048, "sigma": 1.5, "max": 65536, "mask": "document", "samples": 4}}}
+A100_1024 = {"name": "a100-1024", "groups": [{"device": "a100-sxm-80gb", "nodes": 128, "devices_per_node": 8,
+                                              "intra_node": "nvlink3", "inter_node": "ib-hdr200"}]}
+CASES = {  # id -> (workload, cluster): benchmarks/planner_speed.py's four jobs, two MoE jobs, one long-context job
+    "gpt3-175b@a100-1024": ("gpt3-175b", A100_1024),
+    "megatron-1t@selene-a100-3072": ("megatron-1t", "selene-a100-3072"),
+    "llama3-405b@h100-16384": ("llama3-405b", "h100-16384"),
+    "llama2-7b@dgx-a100-8": ("llama2-7b", "dgx-a100-8"),
+    "mixtral-8x7b@dgx-h100-64": ("mixtral-8x7b", "dgx-h100-64"),
+    "qwen3-30b-a3b@dgx-h100-64": ("qwen3-30b-a3b", "dgx-h100-64"),
+    "llama3-8b-64k-documents@dgx-h100-64": (LONG_CONTEXT, "dgx-h100-64"),
+}
+KEY_BATCH = 24  # outputs priced per evaluate_space pass (bounds the memory of the pinned pass)
+OUT = Path(__file__).parent / "data" / "eval_pin.json"
+
+
+def digest(a) -> list:
+    """[sha256 of an array's float64 bytes (NaNs as 0) followed by its packed NaN positions, [count, NaNs, sum,
+    weighted sum, min, max] of its finite part]."""
+    x = np.ascontiguousarray(np.asarray(a, dtype=np.float64)).reshape(-1)
+    nan = np.isnan(x)
+    h = hashlib.sha256(np.where(nan, 0.0, x).tobytes())
+    h.update(np.packbits(nan).tobytes())
+    fin = np.where(np.isfinite(x), x, 0.0)
+    wts = np.linspace(1.0, 2.0, x.size) if x.size else x
+    figs = [float(x.size), float(nan.sum()), float(fin.sum()), float((fin * wts).sum()),
+            float(fin.min()) if x.size else 0.0, float(fin.max()) if x.size else 0.0]
+    return [h.hexdigest(), figs]
+
+
+def compute(case_id: str) -> dict:
+    from parplan.hardware.catalog import load_cluster
+    from parplan.models.families import cost_model
+    from parplan.planner.search import evaluate_space, run_search
+    from parplan.workloads.loader import load_workload
+
+    wref, cref = CASES[case_id]
+    w, c = load_workload(wref), load_cluster(cref)
+    ev = run_search(w, c)
+    out = {f"search/{k}": digest(v) for k, v in sorted(ev.metrics.items())}
+    out["search/evaluated"] = digest(ev.evaluated)
+    out["search/fits"] = digest(ev.fits)
+    out["search/memory_lower_bound"] = digest(ev.memory_lower_bound)
+    space = ev.space
+    keys = sorted(cost_model(w).evaluate(w.model, w.training, ev.hw, space.grid(slice(0, 1))).keys())
+    for i in range(0, len(keys), KEY_BATCH):
+        res, priced = evaluate_space(w, ev.hw, space, keys[i:i + KEY_BATCH])
+        out.update({f"space/{k}": digest(v) for k, v in res.items()})
+        out["space/priced"] = digest(priced)
+    out["plans"] = [str(len(space)), [float(len(space))]]
+    return out
+
+
+def main() -> None:
+    data = {"numpy": np.__version__, "machine": platform.machine(), "cases": {cid: compute(cid) for cid in CASES}}
+    OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {OUT.name}: {sum(len(v) for v in data['cases'].values())} digests")
+
+
+if __name__ == "__main__":
+    main()
