@@ -71,3 +71,12 @@ def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, sh
     w = np.maximum(np.maximum(work(stages[0]), work(stages[1])), np.where(deep, work(stages[2]), 0.0))
     t_share = np.maximum(np.maximum(shared(stages[0]), shared(stages[1])), np.where(deep, shared(stages[2]), 0.0))
     return m * x0(np.maximum(w, t_share + sd), t_max + sd)
+
+
+def p2p_shares(p2p_stage, slots, dp_work, on):
+    """Seconds each stage's pipeline sends gain per micro-batch where they and the stage's data-parallel collectives
+    leave by the same NIC (``on``: every stage boundary and the DP group cross nodes): the link is shared fairly,
+    so a send takes up to twice its time while a collective runs, and the collectives run a share
+    u = min(1, DP work / slot) of the slot — p2p·u per slot (to first order; the executor plays the exact shares).
+    Faster compute shortens the slot by more than it raises p2p·u (p2p·DP/slot² < 1 where u < 1)."""
+    return [np.where(on, p2p_stage * np.minimum(1.0, w / np.maximum(s, 1e-30)), 0.0) for s, w in zip(slots, dp_work)]

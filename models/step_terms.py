@@ -16,7 +16,7 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
-from parplan.models.port_terms import PortStage, port_contention
+from parplan.models.port_terms import PortStage, p2p_shares, port_contention
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
 
@@ -194,9 +194,18 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     slot_first = f_first + b_first + p2p_stage
     slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage)
     slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
+    # the sends and the per-micro-batch DP collectives (ZeRO-2 reduce-scatters, ZeRO-3 gathers) on one NIC
+    # (``port_terms.p2p_shares``): every boundary crosses nodes where a stage spans them (tp·cp ≥ node)
+    dp_span_all = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)
+    nic_both = (pp > 1) & (tp * cp >= dpn) & (dp_span_all > dpn) & (P.dp * P.cp > 1)
+    dp_slot = [np.select([zero == 2, zero == 3], [r_, a_ * (1.0 + P.reshard) + r_], 0.0)
+               for r_, a_ in ((rs_f, ag_f), (rs_l, ag_l), (rs_m, ag_m))]
+    sh_f, sh_l, sh_m = p2p_shares(p2p_stage, (slot_first, slot_last, slot_mid), dp_slot, nic_both)
+    slot_first, slot_last = slot_first + sh_f, slot_last + np.where(single, 0.0, sh_l)
+    slot_mid = np.where(pp > 2, slot_mid + sh_m, 0.0)
     sum_slots = np.where(single, slot_first,
                          slot_first + slot_last + over(c_midt, lambda k: k.terms.fwd + k.terms.bwd + k.rc)
-                         + np.maximum(pp - 2, 0) * p2p_stage)
+                         + np.maximum(pp - 2, 0) * (p2p_stage + sh_m))
     t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
     t_pipe = m * t_max + (sum_slots - t_max) / v
     bubble = t_pipe - m * t_max
@@ -303,7 +312,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     tp_c = t_(lambda k: k.terms.tp_fwd + k.terms.tp_bwd)
     cp_c = t_(lambda k: k.terms.cp_fwd + k.terms.cp_bwd)
     ep_c = t_(lambda k: k.terms.ep_fwd + k.terms.ep_bwd) if not one_kind else 0.0
-    p2p_c = m * p2p_stage
+    p2p_c = m * (p2p_stage + np.where(crit == 0, sh_f, np.where(crit == 2, sh_l, sh_m)))
     fo_c = t_(lambda k: 2.0 * k.terms.t_layer)
     li_c = t_(lambda k: k.terms.interference)
     intf_c = li_c + dp_intf
