@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     for label, make in PATTERNS:
         prog = make(args.scale)
-        prog.column("kind")  # the column transposition is built once per program, outside the timing
+        prog.column("kind")  # (SimPy's replay reads the op columns: transposed once per program, outside the timing)
         t_e, res = best_of(lambda: run(prog), args.repeat)
         span = max(res.end) if len(prog) else 0.0
         line = f"{label:<24} {len(prog):>9,} {res.events:>9,} {t_e:>9.3f} {res.events / t_e:>11,.0f}"

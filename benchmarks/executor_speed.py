@@ -4,10 +4,11 @@
 
 For each case the program is built (schedule expansion), run (the discrete-event engine) and analyzed (per-device
 statistics, memory timelines); the table gives the wall time of each phase and the engine's throughput in events
-per second (one event = one heap entry processed: an op finishing, or a transfer re-timed).  The first case is
-the scale target: one step of Llama 3 405B on 16,384 H100 (tp8 pp16 dp128, mbs 1, global batch 2048), which must
-simulate in ≤ 10 s.  Throughput target: ≥ 10⁶ engine events/s.  Wall times vary with the machine; the best of
-``--repeat`` runs is shown.
+per second (one event = one event of the engine's heap: an op finishing, a transfer joining after its latency, a
+transfer re-timed — counted alike where the contention-free pass computes them without the heap).  The first case
+is the scale target: one step of Llama 3 405B on 16,384 H100 (tp8 pp16 dp128, mbs 1, global batch 2048), which
+must simulate in ≤ 10 s.  Throughput target: ≥ 1.5·10⁶ engine events/s on every large case (≥ 100,000 events).
+Wall times vary with the machine and its load; the best of ``--repeat`` runs is shown.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from parplan.models.plan import parse_plan
 from parplan.workloads.loader import load_workload
 
 TARGET_405B_S = 10.0
-TARGET_EVENTS_PER_S = 1e6
+TARGET_EVENTS_PER_S = 1.5e6  # on every case of at least BIG_EVENTS events
+BIG_EVENTS = 100_000
 
 CASES = [
     # (label, workload, cluster, plan, mode)
@@ -108,14 +110,16 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['analyze_s']:.3f}", f"{r['total_s']:.3f}", f"{r['events'] / r['run_s']:,.0f}",
                   f"{r['events'] / r['total_s']:,.0f}", f"{r['step_time_s']:.3f}")
     con.print(t)
-    big = [r for r in rows if r["events"] >= 100_000]
-    peak = max(r["events"] / r["run_s"] for r in big) if big else max(r["events"] / r["run_s"] for r in rows)
+    big = [r for r in rows if r["events"] >= BIG_EVENTS] or rows
+    low = min(big, key=lambda r: r["events"] / r["run_s"])
+    low_rate = low["events"] / low["run_s"]
     t405 = rows[0]["total_s"]
     con.print(f"Llama 3 405B on 16,384 H100: {t405:.3f} s per simulated step (target ≤ {TARGET_405B_S:g} s): "
               f"{'met' if t405 <= TARGET_405B_S else 'NOT met'}")
     con.print(f"reference: a bare heap loop (pop + push per event, no work) runs {heap_ceiling():,.0f} events/s here")
-    con.print(f"engine throughput on the large cases: up to {peak:,.0f} events/s (target ≥ {TARGET_EVENTS_PER_S:,.0f}): "
-              f"{'met' if peak >= TARGET_EVENTS_PER_S else 'NOT met'}")
+    con.print(f"engine throughput on the large cases (≥ {BIG_EVENTS:,} events): at least {low_rate:,.0f} events/s "
+              f"({low['case']}; target ≥ {TARGET_EVENTS_PER_S:,.0f} on each): "
+              f"{'met' if low_rate >= TARGET_EVENTS_PER_S else 'NOT met'}")
     return 0
 
 

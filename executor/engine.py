@@ -1,109 +1,46 @@
 """Discrete-event core of the reference executor: ops on sequential streams, transfers on shared links.
 
-A *program* is a static description built once per simulation (``Program``): every operation (``op``) has a kind,
-a stream it runs on (a device's compute stream, a communication stream), a duration (compute) or an amount of
-link work (transfers: seconds the transfer would take alone on its links), dependencies on other ops, and
-optional memory effects.  ``run`` plays it out:
+A *program* (``Program``, ``executor/program.py``): ops, each with a kind, a stream, a duration (compute) or an
+amount of link work (transfers: seconds alone on their links), dependencies and memory effects.  ``run`` plays it:
 
 * **Streams** execute their ops in the order they were added (the schedule's order), one at a time; an op starts
   when its stream is idle and all its dependencies have finished.
 * **Links** are shared resources.  A transfer first waits its latency, then joins its links; the k transfers
   present on a link share it equally (processor sharing), and a transfer spanning several links progresses at
-  its smallest share.  Re-timing is incremental: all single-link transfers on a link progress at the same rate
-  1/k, so each link keeps a *virtual clock* (the work served to each of its transfers so far) and a heap of its
-  transfers by virtual finish tag (clock at join + work); only the earliest of them has a finish event on the
-  main heap, and a join or leave settles the clock, changes k and re-pushes that one event — O(log k), not
-  O(k).  Multi-link transfers are re-timed explicitly (remaining work settled at the old rate, a new finish
-  pushed) and only when their smallest share changed; a superseded finish event goes stale.
+  its smallest share.  Re-timing is incremental: the single-link transfers on a link progress at the same rate
+  1/k, so each link keeps a *virtual clock* (the work served to each of them so far) and a heap of them by
+  virtual finish tag (clock at join + work); only the earliest has a finish event, and a join or leave settles
+  the clock, changes k and re-pushes that one event — O(log k), not O(k).  Multi-link transfers are re-timed
+  explicitly, and only when their smallest share changed.  A transfer alone on an idle link keeps no bookkeeping
+  until another joins.  A superseded finish event is replaced in place on a small heap, skipped when it comes up
+  on a large one.
 * **Events** live on one heap of tuples ``(time, priority, sequence, op)``: priority 0 = the op finishes (at equal
   times finishes go first, so links and streams are freed before anything joins), 1 = a transfer has waited its
   latency and joins its links.  The sequence number is a global counter, so equal-time events resolve in a fixed
-  order (first scheduled, first processed) and two runs of one program produce identical timelines.
+  order (first scheduled, first processed) and two runs of one program produce identical timelines; the count of
+  events is the count of events pushed.
 
-The hot loop works on flat Python lists indexed by op id (struct of arrays) and heap tuples; starting a compute op
-is inlined, and a transfer alone on its link takes a fast path — no per-event objects beyond the heap tuple.
+Where no two transfers share a link, or until two first do, the contention-free pass of ``executor/replay.py``
+computes the same run without the heap.  The loop reads flat arrays indexed by op (``replay.graph``), not records.
 """
 from __future__ import annotations
 
 import gc
 import heapq
-import itertools
 from dataclasses import dataclass
+from itertools import count, repeat
 
-# op kinds (small ints in the hot loop; names for traces and tables)
-FWD, BWD, WGRAD, P2P_FWD, P2P_BWD, DP_GRAD, DP_PARAM, OPTIMIZER, EP_A2A = range(9)
-KIND_NAMES = ("forward", "backward", "wgrad", "p2p_fwd", "p2p_bwd", "dp_grad", "dp_param", "optimizer", "ep_a2a")
-COMPUTE_KINDS = (FWD, BWD, WGRAD, OPTIMIZER)
-P2P_KINDS = (P2P_FWD, P2P_BWD)
-DP_KINDS = (DP_GRAD, DP_PARAM)
-EP_KINDS = (EP_A2A,)  # expert-parallel all-to-all (dispatch / combine and their gradients) of MoE layers
+# the program's data model (re-exported: ``from parplan.executor.engine import Program, FWD, ...``)
+from parplan.executor.program import (BWD, COMPUTE_KINDS, DP_GRAD, DP_KINDS, DP_PARAM, EP_A2A, EP_KINDS, FWD,
+                                      KIND_NAMES, OP_FIELDS, OPTIMIZER, P2P_BWD, P2P_FWD, P2P_KINDS, WGRAD, Program)
 
-# columns of an op record
-OP_FIELDS = ("kind", "stream", "dur", "lat", "links", "mb", "chunk", "part", "mem_alloc", "mem_free", "tp", "rc")
+__all__ = ["BWD", "COMPUTE_KINDS", "DP_GRAD", "DP_KINDS", "DP_PARAM", "EP_A2A", "EP_KINDS", "FWD", "KIND_NAMES",
+           "OP_FIELDS", "OPTIMIZER", "P2P_BWD", "P2P_FWD", "P2P_KINDS", "WGRAD", "DeadlockError", "PROGRESS_EVERY",
+           "Program", "RunResult", "run"]
 
 
 class DeadlockError(RuntimeError):
     """The program cannot finish: some ops wait on each other (a bug in a schedule generator)."""
-
-
-class Program:
-    """All ops, dependencies, streams and links of one simulation.
-
-    Ops are appended as records (``OP_FIELDS``: kind, stream, duration or link work, latency, link ids or None,
-    micro-batch, chunk, part, bytes allocated at start, bytes freed at end, and the TP-communication and recompute
-    seconds inside a compute op, for accounting); ``column(name)`` gives one field for all ops.
-    """
-
-    def __init__(self) -> None:
-        self.ops: list = []
-        self.dep_from: list = []
-        self.dep_to: list = []
-        self.stream_name: list = []
-        self.stream_device: list = []
-        self.stream_last: list = []  # per stream: the last op added to it (−1 when none)
-        self.link_name: list = []
-        self.link_device: list = []
-        self._cols: dict | None = None
-
-    def add_stream(self, name: str, device: int) -> int:
-        self.stream_name.append(name)
-        self.stream_device.append(device)
-        self.stream_last.append(-1)
-        return len(self.stream_name) - 1
-
-    def add_link(self, name: str, device: int) -> int:
-        self.link_name.append(name)
-        self.link_device.append(device)
-        return len(self.link_name) - 1
-
-    def add_op(self, kind: int, stream: int, dur: float, links: tuple | None = None, lat: float = 0.0, mb: int = -1,
-               chunk: int = -1, part: int = -1, mem_alloc: float = 0.0, mem_free: float = 0.0, tp: float = 0.0,
-               rc: float = 0.0) -> int:
-        ops = self.ops
-        ops.append((kind, stream, dur, lat, links, mb, chunk, part, mem_alloc, mem_free, tp, rc))
-        self._cols = None
-        o = len(ops) - 1
-        self.stream_last[stream] = o
-        return o
-
-    def dep(self, before: int, after: int) -> None:
-        """``after`` cannot start before ``before`` has finished."""
-        self.dep_from.append(before)
-        self.dep_to.append(after)
-
-    def column(self, name: str) -> tuple:
-        if self._cols is None:
-            gc_was = gc.isenabled()
-            gc.disable()
-            try:
-                self._cols = dict(zip(OP_FIELDS, zip(*self.ops))) if self.ops else {f: () for f in OP_FIELDS}
-            finally:
-                if gc_was:
-                    gc.enable()
-        return self._cols[name]
-
-    def __len__(self) -> int:
-        return len(self.ops)
 
 
 @dataclass
@@ -112,74 +49,51 @@ class RunResult:
     end: list
     join: list  # transfers: when the latency had elapsed and the transfer joined its links
     unblocker: list  # the op whose end made this op ready (−1 when none)
-    events: int  # heap events processed (finishes + joins, stale ones included) = events pushed
+    events: int  # events pushed on the heap: finishes, joins, and the finishes re-timing superseded
 
 
-PROGRESS_EVERY = 1 << 16  # heap events between two progress reports
+PROGRESS_EVERY = 1 << 16  # events taken off the heap between two progress reports
+SMALL_HEAP = 12  # up to this many events on the heap, a superseded one is replaced in place (``repush``)
 
 
 def run(prog: Program, progress=None) -> RunResult:
-    """Play the program out; see the module docstring for the semantics (where every link carries one
-    stream's transfers, the contention-free replay computes the same run without a heap).  ``progress``: ``f(events processed)`` every
+    """Play the program out; see the module docstring for the semantics.  Where no two transfers share a link
+    (every link carries one stream's transfers), or until they first do, the contention-free replay computes the
+    same run without a heap (``executor/replay.py``).  ``progress``: ``f(events processed)`` every
     ``PROGRESS_EVERY`` events."""
-    from parplan.executor.replay import replay
+    from parplan.executor.replay import fast_run, graph
 
     gc_was = gc.isenabled()
     gc.disable()  # everything here is acyclic; cyclic-GC passes over millions of new objects would dominate
     try:
-        res = replay(prog)  # no two transfers can share a link: the timeline in one pass (executor/replay.py)
-        if res is not None:
+        g = graph(prog)
+        res = fast_run(prog, g)
+        if isinstance(res, RunResult):
             if progress is not None:
                 progress(res.events)
             return res
-        return _run(prog, progress)
+        return _run(prog, progress, g, res)
     finally:
         if gc_was:
             gc.enable()
 
 
-def successors(prog: Program) -> tuple[list, list]:
-    """Per op, the ops that depend on it (a list, or an empty tuple) and how many ops it depends on."""
-    n = len(prog)
-    succ: list = [None] * n
-    ndeps = [0] * n
-    for a, b in zip(prog.dep_from, prog.dep_to):
-        sa = succ[a]
-        if sa is None:
-            succ[a] = [b]
-        else:
-            sa.append(b)
-        ndeps[b] += 1
-    empty: tuple = ()
-    return [x if x is not None else empty for x in succ], ndeps
+def _run(prog: Program, progress=None, g: tuple | None = None, resume: dict | None = None) -> RunResult:
+    """The event loop (``g``: ``replay.graph(prog)``; ``resume``: the state to go on from, ``replay._resume``)."""
+    if g is None:
+        from parplan.executor.replay import graph
 
-
-def _run(prog: Program, progress=None) -> RunResult:
+        g = graph(prog)
     n = len(prog)
-    ostream = prog.column("stream")
-    dur = prog.column("dur")
-    lat = prog.column("lat")
-    olinks = prog.column("links")
-    ns = len(prog.stream_name)
+    ops = prog.ops
     nl = len(prog.link_name)
-    succ, ndeps = successors(prog)
-    sops: list = [[] for _ in range(ns)]
-    opos = [0] * n
-    for o, s in enumerate(ostream):
-        lst = sops[s]
-        opos[o] = len(lst)
-        lst.append(o)
-    for lst in sops:
-        lst.append(-1)  # sentinel: no next op
-    spos = [0] * ns
-    sbusy = [False] * ns
-    # a transfer on one link (``single``) is tracked by its link's virtual clock; one on several links by its rate
-    single = [lk is not None and len(lk) == 1 for lk in olinks]
-    lone = [lk[0] if s else -1 for lk, s in zip(olinks, single)]
+    succ1, (mflat, mat), wait, snext, first, dur, code, _ = g
 
-    # links: transfers present, the virtual clock (work served to each of them so far) and when it was settled,
-    # the heap of single-link transfers by virtual finish tag, the one of them whose finish is on the main heap,
-    # and the multi-link transfers present
+    # links: ``lstate`` −1 idle, −2 busy (the bookkeeping below applies), or the one transfer on it, which joined it
+    # idle and is alone (``settle`` fills the bookkeeping in as another joins); the transfers present, the virtual
+    # clock (work served to each so far) and when it was settled, the heap of single-link transfers by virtual
+    # finish tag, the one of them with a finish event, and the multi-link transfers present
+    lstate = [-1] * nl
     lcnt = [0] * nl
     lvt = [0.0] * nl
     lvt_t = [0.0] * nl
@@ -187,82 +101,133 @@ def _run(prog: Program, progress=None) -> RunResult:
     lhead = [-1] * nl
     lmul: list = [[] for _ in range(nl)]
 
-    start = [0.0] * n
-    end = [-1.0] * n
-    join = [0.0] * n
-    unblk = [-1] * n
-    xrem = [0.0] * n  # multi-link transfers: remaining work when last settled, at xt, at rate xrate
-    xt = [0.0] * n
-    xrate = [0.0] * n
-    expect = [-1] * n  # transfers: the sequence number of the finish event that counts (others are stale)
+    if resume is None:
+        start = [0.0] * n
+        end = [-1.0] * n
+        join = [0.0] * n
+        unblk = [-1] * n
+    else:
+        start, end, join, unblk, wait = (resume[k] for k in ("start", "end", "join", "unblocker", "wait"))
+    xrem, xt, xrate = {}, {}, {}  # multi-link transfers: remaining work when last settled, at xt, at rate xrate
+    # transfers: the finish event that counts (None: none; others are stale — on a small heap an event superseded
+    # is replaced in place, ``repush``, on a large one it stays and is skipped when it comes up)
+    expect: list = [None] * n
 
+    # heap events: (time, priority, sequence, op) with op ≥ 0 for a compute op's finish and ~op (< 0) for a
+    # transfer's events: its finish (priority 0) or its join after the latency (priority 1)
     heap: list = []
     push = heapq.heappush
     pop = heapq.heappop
-    qpush = heapq.heappush
-    qpop = heapq.heappop
-    nxt = itertools.count().__next__
+    pushpop = heapq.heappushpop
+    heapify = heapq.heapify
+    nxt = count(0 if resume is None else resume["events"]).__next__
+
+    def repush(prev, item):
+        """Push ``item``, which supersedes the event ``prev`` (None: none) still on the heap."""
+        if prev is not None and len(heap) <= SMALL_HEAP:
+            heap[heap.index(prev)] = item
+            heapify(heap)
+        else:
+            push(heap, item)
 
     def head(lk, t, v, c):
         """Put link ``lk``'s earliest-finishing single-link transfer on the main heap (its rate is 1/c now)."""
         q = lq[lk]
         old = lhead[lk]
-        if q:
+        if q:  # (always, as called)
             f, h = q[0]
-            if old != h and old >= 0:
-                expect[old] = -1
+            if old >= 0 and old != h:
+                prev = expect[old]
+                expect[old] = None
+            else:
+                prev = expect[h]
             lhead[lk] = h
-            sq = nxt()
-            expect[h] = sq
             r = f - v
-            push(heap, (t + r * c if r > 0.0 else t, 0, sq, h))
-        elif old >= 0:
-            expect[old] = -1
-            lhead[lk] = -1
+            item = expect[h] = (t + r * c if r > 0.0 else t, 0, nxt(), ~h)
+            repush(prev, item)
 
     def retime_multi(ls, t):
         """Multi-link transfers on links ``ls`` whose rate (their smallest share) changed: settle, push anew."""
         for lk in ls:
             for x in lmul[lk]:
-                rate = 1.0 / max([lcnt[k] for k in olinks[x]])
+                rate = 1.0 / max([lcnt[k] for k in ops[x][4]])
                 if rate != xrate[x]:
                     r = xrem[x] - (t - xt[x]) * xrate[x]
                     r = r if r > 0.0 else 0.0
                     xrem[x] = r
                     xt[x] = t
                     xrate[x] = rate
-                    sq = nxt()
-                    expect[x] = sq
-                    push(heap, (t + r / rate, 0, sq, x))
+                    prev = expect[x]
+                    item = expect[x] = (t + r / rate, 0, nxt(), ~x)
+                    repush(prev, item)
 
-    def enter(o, t):
-        """Transfer ``o`` joins its links at ``t``."""
+    def settle(lk):
+        """Link ``lk`` is about to be shared: its bookkeeping as if kept all along (one transfer h that joined it idle:
+        the clock started at 0 then, h queued by its work; ``head`` then supersedes h's finish event)."""
+        h = lstate[lk]
+        if h >= 0:
+            lcnt[lk] = 1
+            lvt[lk] = 0.0
+            lvt_t[lk] = join[h]
+            lq[lk].append((dur[h], h))
+            lhead[lk] = h
+        lstate[lk] = -2
+
+    def enter(o, t, lk):
+        """Transfer ``o`` (``lk``: ``code[o]``) joins its links at ``t`` (``head`` inlined for one link)."""
         join[o] = t
-        if single[o]:
-            lk = lone[o]
-            c = lcnt[lk]
-            if not c:  # alone on an idle link: full rate, finish after its work
+        d = dur[o]
+        if lk < 0:
+            ls = ops[o][4]
+            if len(ls) > 1:
+                enter_multi(o, t, d, ls)
+                return
+            lk = ls[0]
+        h = lstate[lk]
+        if h == -1:  # alone on an idle link: full rate, finish after its work
+            if code[o] >= 0:  # (one with a latency keeps the bookkeeping)
+                lstate[lk] = o
+            else:
+                lstate[lk] = -2
                 lcnt[lk] = 1
                 lvt[lk] = 0.0
                 lvt_t[lk] = t
-                lq[lk].append((dur[o], o))
+                lq[lk].append((d, o))
                 lhead[lk] = o
-                sq = nxt()
-                expect[o] = sq
-                push(heap, (t + dur[o], 0, sq, o))
-                return
-            v = lvt[lk] + (t - lvt_t[lk]) / c
-            lvt[lk] = v
-            lvt_t[lk] = t
-            c += 1
-            lcnt[lk] = c
-            qpush(lq[lk], (v + dur[o], o))
-            head(lk, t, v, c)
-            if lmul[lk]:
-                retime_multi((lk,), t)
+            item = expect[o] = (t + d, 0, nxt(), ~o)
+            push(heap, item)
             return
-        ls = olinks[o]
+        if h >= 0:
+            settle(lk)
+        c = lcnt[lk]
+        v = lvt[lk] + (t - lvt_t[lk]) / c
+        lvt[lk] = v
+        lvt_t[lk] = t
+        c += 1
+        lcnt[lk] = c
+        q = lq[lk]
+        push(q, (v + d, o))
+        f, h = q[0]
+        old = lhead[lk]
+        if old >= 0 and old != h:
+            prev = expect[old]
+            expect[old] = None
+        else:
+            prev = expect[h]
+        lhead[lk] = h
+        r = f - v
+        item = expect[h] = (t + r * c if r > 0.0 else t, 0, nxt(), ~h)
+        if prev is not None and len(heap) <= SMALL_HEAP:  # (``repush``, inlined)
+            heap[heap.index(prev)] = item
+            heapify(heap)
+        else:
+            push(heap, item)
+        if lmul[lk]:
+            retime_multi((lk,), t)
+
+    def enter_multi(o, t, d, ls):
         for lk in ls:
+            settle(lk)
             c = lcnt[lk]
             v = lvt[lk] + (t - lvt_t[lk]) / c if c else 0.0
             lvt[lk] = v
@@ -274,114 +239,172 @@ def _run(prog: Program, progress=None) -> RunResult:
         for lk in ls:
             lmul[lk].append(o)
         rate = 1.0 / max([lcnt[k] for k in ls])
-        xrem[o] = dur[o]
+        xrem[o] = d
         xt[o] = t
         xrate[o] = rate
-        sq = nxt()
-        expect[o] = sq
-        push(heap, (t + dur[o] / rate, 0, sq, o))
+        item = expect[o] = (t + d / rate, 0, nxt(), ~o)
+        push(heap, item)
 
-    def leave(o, t):
-        """Transfer ``o`` has finished: it leaves its links."""
-        if single[o]:
-            lk = lone[o]
-            c = lcnt[lk]
-            q = lq[lk]
-            if c == 1:  # the last one leaves: the link is idle
-                lcnt[lk] = 0
-                q.clear()
-                lhead[lk] = -1
+    def leave(o, t, lk):
+        """Transfer ``o`` (``lk``: ``code[o]``) has finished: it leaves its links (one left alone on its link: in
+        the loop; ``head`` inlined for one link)."""
+        if lk < 0:
+            ls = ops[o][4]
+            if len(ls) > 1:
+                leave_multi(o, t, ls)
                 return
-            v = lvt[lk] + (t - lvt_t[lk]) / c
-            lvt[lk] = v
-            lvt_t[lk] = t
-            c -= 1
-            lcnt[lk] = c
-            qpop(q)  # o: the earliest virtual finish
+            lk = ls[0]
+        c = lcnt[lk]
+        q = lq[lk]
+        if c == 1:  # the last one leaves: the link is idle
+            lstate[lk] = -1
+            lcnt[lk] = 0
+            q.clear()
             lhead[lk] = -1
-            head(lk, t, v, c)
-            if lmul[lk]:
-                retime_multi((lk,), t)
             return
-        ls = olinks[o]
+        v = lvt[lk] + (t - lvt_t[lk]) / c
+        lvt[lk] = v
+        lvt_t[lk] = t
+        c -= 1
+        lcnt[lk] = c
+        pop(q)  # o: the earliest virtual finish
+        if q:  # the next head (it was not the head: no event of its own to supersede)
+            f, h = q[0]
+            lhead[lk] = h
+            r = f - v
+            expect[h] = item = (t + r * c if r > 0.0 else t, 0, nxt(), ~h)
+            push(heap, item)
+        else:
+            lhead[lk] = -1
+        if lmul[lk]:
+            retime_multi((lk,), t)
+
+    def leave_multi(o, t, ls):
         for lk in ls:
             c = lcnt[lk]
             v = lvt[lk] + (t - lvt_t[lk]) / c
             lvt[lk] = v
             lvt_t[lk] = t
             lcnt[lk] = c - 1
+            if c == 1:
+                lstate[lk] = -1
             lmul[lk].remove(o)
             if lq[lk]:
                 head(lk, t, v, c - 1)
         retime_multi(ls, t)
 
     def launch(j, t):
-        """Start op j at t: compute finishes after its duration; a transfer waits out its latency (an event) and
-        joins its links."""
+        """Start op j at t: compute finishes after its duration; a transfer waits out its latency, joins its links."""
         start[j] = t
-        if olinks[j] is None:
+        lk = code[j]
+        if lk == -1:
             push(heap, (t + dur[j], 0, nxt(), j))
-        elif lat[j] > 0.0:
-            push(heap, (t + lat[j], 1, nxt(), j))
+        elif lk == -2 and ops[j][3] > 0.0:
+            push(heap, (t + ops[j][3], 1, nxt(), ~j))
         else:
-            enter(j, t)
+            enter(j, t, lk)
 
-    # ops without dependencies at the head of their stream start at t = 0
-    for s in range(ns):
-        o = sops[s][0]
-        if o >= 0 and ndeps[o] == 0:
-            spos[s] = 1
-            sbusy[s] = True
-            launch(o, 0.0)
-
-    tick = PROGRESS_EVERY if progress is not None else -1  # a countdown: one decrement per event, no call
-    popped = 0
-    while heap:
-        t, pr, sq, o = pop(heap)
-        tick -= 1
-        if not tick:
-            popped += PROGRESS_EVERY
-            progress(popped)
-            tick = PROGRESS_EVERY
-        if pr:  # a transfer's latency has elapsed: it joins its links
-            enter(o, t)
-            continue
-        if olinks[o] is not None:
-            if sq != expect[o]:
-                continue  # superseded by a re-timing
-            leave(o, t)
-        end[o] = t
-        s = ostream[o]
-        for j in succ[o]:
-            d = ndeps[j] - 1
-            ndeps[j] = d
-            if d == 0:
-                unblk[j] = o
-                sj = ostream[j]
-                if sj != s and not sbusy[sj] and spos[sj] == opos[j]:
-                    spos[sj] += 1
-                    sbusy[sj] = True
-                    start[j] = t
-                    if olinks[j] is None:
-                        push(heap, (t + dur[j], 0, nxt(), j))
-                    else:
-                        launch(j, t)
-        pos = spos[s]
-        j = sops[s][pos]
-        if j >= 0 and ndeps[j] == 0:
-            spos[s] = pos + 1
-            start[j] = t
-            if olinks[j] is None:
-                push(heap, (t + dur[j], 0, nxt(), j))
-            else:
+    def release(o, t):
+        """Op o (with several dependent ops) has finished at t: start those of them it made ready."""
+        i = -2 - succ1[o]
+        for j in mflat[mat[i]:mat[i + 1]]:
+            unblk[j] = o
+            d = wait[j] - 1
+            wait[j] = d
+            if not d:
                 launch(j, t)
-        else:
-            sbusy[s] = False
+
+    if resume is None:  # ops without dependencies at the head of their stream start at t = 0, in stream order
+        for o in first:
+            if o >= 0 and not wait[o]:
+                launch(o, 0.0)
+    else:  # the pending events, in the order they were pushed
+        for o, act, t in resume["pending"]:
+            if act == 2:  # a transfer alone on its links since t
+                enter(o, t, code[o])
+            elif act:  # a transfer's join after its latency
+                push(heap, (t, 1, nxt(), ~o))
+            else:  # a compute op's finish
+                push(heap, (t, 0, nxt(), o))
+
+    # Each pass of the inner loop handles one event ``ev`` (already off the heap).  When it ends by starting an
+    # op, that op's event is pushed and the next event popped in one ``heappushpop`` (no heap work at all when it
+    # is the earliest); otherwise the outer loop pops.  The heap's order is total (sequence numbers are unique), so
+    # events come out in the same order as with a pop and a push.  ``ticks`` counts down to the next progress
+    # report, due as event number done - done % PROGRESS_EVERY + PROGRESS_EVERY is taken up.
+    done = 0 if resume is None else resume["events"]  # events handled (before t0: the pass's)
+    ticks = repeat(None, PROGRESS_EVERY - 1 - done % PROGRESS_EVERY) if progress is not None else repeat(None)
+    while heap:
+        ev = pop(heap)
+        for _ in ticks:
+            t, pr, sq, o = ev
+            if o < 0:  # a transfer's event
+                o = ~o
+                if ev is expect[o]:  # its finish
+                    lk = code[o]
+                    if lk >= 0 and lstate[lk] == o:  # it was left alone on its link: the link is idle
+                        lstate[lk] = -1
+                    else:
+                        leave(o, t, lk)
+                elif pr:  # its latency has elapsed: it joins its links
+                    enter(o, t, code[o])
+                    break
+                else:
+                    break  # superseded by a re-timing
+            end[o] = t
+            j = succ1[o]  # the op depending on o, if o made it ready (all of them: ``release``)
+            if j >= 0:
+                unblk[j] = o
+                d = wait[j] - 1
+                wait[j] = d
+                if d:
+                    j = -1
+            elif j != -1:
+                release(o, t)
+                j = -1
+            k = snext[o]  # the next op on o's stream, if ready: it starts last
+            if k >= 0:
+                d = wait[k] - 1
+                wait[k] = d
+                if not d:
+                    if j >= 0:  # j starts first (``launch``, inlined)
+                        start[j] = t
+                        lk = code[j]
+                        if lk == -1:
+                            push(heap, (t + dur[j], 0, nxt(), j))
+                        elif lk == -2 and ops[j][3] > 0.0:
+                            push(heap, (t + ops[j][3], 1, nxt(), ~j))
+                        else:
+                            enter(j, t, lk)
+                    j = k
+            if j < 0:
+                break
+            # start j, the last op o made ready (``launch``, inlined): its event is pushed as the next is popped
+            start[j] = t
+            lk = code[j]
+            if lk == -1:
+                ev = pushpop(heap, (t + dur[j], 0, nxt(), j))
+            elif lk >= 0 and lstate[lk] == -1:  # a transfer alone on an idle link (as in ``enter``)
+                lstate[lk] = j
+                join[j] = t
+                expect[j] = item = (t + dur[j], 0, nxt(), ~j)
+                ev = pushpop(heap, item)
+            elif lk == -2 and ops[j][3] > 0.0:  # a transfer with a latency: it joins when it has elapsed
+                ev = pushpop(heap, (t + ops[j][3], 1, nxt(), ~j))
+            else:
+                enter(j, t, lk)
+                break
+        else:  # ``ev``, not handled yet, is event number done - done % PROGRESS_EVERY + PROGRESS_EVERY
+            done += PROGRESS_EVERY - done % PROGRESS_EVERY
+            progress(done)
+            ticks = repeat(None, PROGRESS_EVERY)
+            push(heap, ev)
 
     if n and min(end) < 0.0:
         stuck = [o for o in range(n) if end[o] < 0.0]
         o = stuck[0]
         rec = prog.ops[o]
+        deps = sum(1 for a, b in zip(prog.dep_from, prog.dep_to) if b == o and end[a] < 0.0)
         raise DeadlockError(f"{len(stuck)} of {n} ops never ran; first: {KIND_NAMES[rec[0]]} mb={rec[5]} "
-                            f"chunk={rec[6]} on stream {prog.stream_name[rec[1]]} ({ndeps[o]} unmet dependencies)")
+                            f"chunk={rec[6]} on stream {prog.stream_name[rec[1]]} ({deps} unmet dependencies)")
     return RunResult(start=start, end=end, join=join, unblocker=unblk, events=nxt())

@@ -1,17 +1,102 @@
-"""Building the program of one simulated step: every op of every simulated device, in the schedule's order, with
-its streams, links and dependencies (see ``simulate`` for what is simulated and why one replica suffices).
+"""The program of a simulation (``Program``: ops on streams, transfers on links, dependencies — what the engine,
+``executor/engine.py``, plays out), and building the program of one simulated pipeline step: every op of every
+simulated device, in the schedule's order, with its streams, links and dependencies (see ``simulate`` for what is
+simulated and why one replica suffices).
 
 Virtual stages without MoE layers are played exactly as for a dense model; a virtual stage with MoE layers plays
 each forward / backward as compute pieces and expert-parallel all-to-all transfers (``a2a``).
 """
 from __future__ import annotations
 
+import gc
+from array import array
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from parplan.executor.a2a import MoEPasses
-from parplan.executor.costs import PipelineCosts
-from parplan.executor.engine import (BWD, DP_GRAD, DP_PARAM, FWD, OPTIMIZER, P2P_BWD, P2P_FWD, WGRAD, Program)
-from parplan.executor.schedules import device_order
+if TYPE_CHECKING:
+    from parplan.executor.costs import PipelineCosts
+
+# op kinds (small ints in the hot loop; names for traces and tables)
+FWD, BWD, WGRAD, P2P_FWD, P2P_BWD, DP_GRAD, DP_PARAM, OPTIMIZER, EP_A2A = range(9)
+KIND_NAMES = ("forward", "backward", "wgrad", "p2p_fwd", "p2p_bwd", "dp_grad", "dp_param", "optimizer", "ep_a2a")
+COMPUTE_KINDS = (FWD, BWD, WGRAD, OPTIMIZER)
+P2P_KINDS = (P2P_FWD, P2P_BWD)
+DP_KINDS = (DP_GRAD, DP_PARAM)
+EP_KINDS = (EP_A2A,)  # expert-parallel all-to-all (dispatch / combine and their gradients) of MoE layers
+
+# columns of an op record
+OP_FIELDS = ("kind", "stream", "dur", "lat", "links", "mb", "chunk", "part", "mem_alloc", "mem_free", "tp", "rc")
+
+
+class Program:
+    """All ops, dependencies, streams and links of one simulation.
+
+    Ops are appended as records (``OP_FIELDS``: kind, stream, duration or link work, latency, link ids or None,
+    micro-batch, chunk, part, bytes allocated at start, bytes freed at end, and the TP-communication and recompute
+    seconds inside a compute op, for accounting); ``column(name)`` gives one field for all ops.  What a run reads
+    of every op is also kept as ops are added, in flat lists: ``op_stream``, ``op_dur`` and ``op_code`` (−1 for a
+    compute op, the link of a transfer on one link without latency, −2 for any other transfer) — a run then never
+    walks the records (scattered over memory, read in time order) nor transposes them.
+    """
+
+    def __init__(self) -> None:
+        self.ops: list = []
+        self.op_stream: list = []
+        self.op_dur: list = []
+        self.op_code: list = []
+        self.dep_from = array("q")  # dependencies: dep_from[i] before dep_to[i] (machine integers, read in one go)
+        self.dep_to = array("q")
+        self.stream_name: list = []
+        self.stream_device: list = []
+        self.stream_last: list = []  # per stream: the last op added to it (−1 when none)
+        self.link_name: list = []
+        self.link_device: list = []
+        self._cols: dict | None = None
+
+    def add_stream(self, name: str, device: int) -> int:
+        self.stream_name.append(name)
+        self.stream_device.append(device)
+        self.stream_last.append(-1)
+        return len(self.stream_name) - 1
+
+    def add_link(self, name: str, device: int) -> int:
+        self.link_name.append(name)
+        self.link_device.append(device)
+        return len(self.link_name) - 1
+
+    def add_op(self, kind: int, stream: int, dur: float, links: tuple | None = None, lat: float = 0.0, mb: int = -1,
+               chunk: int = -1, part: int = -1, mem_alloc: float = 0.0, mem_free: float = 0.0, tp: float = 0.0,
+               rc: float = 0.0) -> int:
+        ops = self.ops
+        ops.append((kind, stream, dur, lat, links, mb, chunk, part, mem_alloc, mem_free, tp, rc))
+        self.op_stream.append(stream)
+        self.op_dur.append(dur)
+        self.op_code.append(-1 if links is None else links[0] if len(links) == 1 and not lat else -2)
+        self._cols = None
+        o = len(ops) - 1
+        self.stream_last[stream] = o
+        return o
+
+    def dep(self, before: int, after: int) -> None:
+        """``after`` cannot start before ``before`` has finished."""
+        self.dep_from.append(before)
+        self.dep_to.append(after)
+
+    def column(self, name: str) -> tuple:
+        if self._cols is None:
+            gc_was = gc.isenabled()
+            gc.disable()
+            try:
+                self._cols = dict(zip(OP_FIELDS, zip(*self.ops))) if self.ops else {f: () for f in OP_FIELDS}
+            finally:
+                if gc_was:
+                    gc.enable()
+        return self._cols[name]
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+
 
 
 @dataclass
@@ -28,6 +113,9 @@ def _node(rank: int, dpn: int) -> int:
 def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: list[float],
                   p2p: str = "blocking", progress=None) -> _Built:
     """The program of one step (see the module docstring); ``progress``: ``f(ops built)`` every 4,096 passes."""
+    from parplan.executor.a2a import MoEPasses
+    from parplan.executor.schedules import device_order
+
     p, v, m = costs.pp, costs.vpp, costs.micro_batches
     K = p * v
     zero = costs.zero
