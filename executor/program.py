@@ -221,6 +221,20 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
                 last_b[c] = idx
             else:
                 last_w[c] = idx
+        # ZeRO-3: the layers whose parameters this stage has gathered, in gather order (each: its compute op on
+        # every replica).  Two gather buffers (the memory model's ``zero3_gather_buffer_bytes``: 2 full layers): the
+        # n-th gather waits until the layer of gather n − 2 has been computed — across chunks and micro-batches too
+        gathered: list = []
+
+        def two_buffers(ag, per_replica_parts):
+            base = len(gathered)
+            for i in range(len(ag)):
+                if 2 <= base + i < base + 2:  # inside this op the parts' own rule (part i − 2) applies
+                    for o in gathered[base + i - 2]:
+                        prog.dep(o, ag[i])
+            for i in range(len(ag)):
+                gathered.append([parts[i] for parts in per_replica_parts])
+
         for idx, (ps, j, c) in enumerate(order):
             if progress is not None and not idx & 4095:
                 progress(len(prog.ops))
@@ -245,15 +259,19 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
                                 prog.dep(lasts[r][i - 2], ag[i])
                         f_first[r][k][j] = firsts[r][0]
                         f_last[r][k][j] = lasts[r][-1]
+                        if r == R - 1 and ag and zero == 3:
+                            two_buffers(ag, [lasts[q] for q in range(R)])
                         if k < K - 1:
                             so = op(P2P_FWD, snd[d], p2p_work, links=(p2p_port(d, (k + 1) % p),), mb=j, chunk=c)
                             prog.dep(lasts[r][-1], so)
                             f_send[r][k][j] = so
                     continue
+                f_parts = []
                 for r in range(R):
                     d = r * p + s
                     fs = factors[d]
                     parts = []
+                    f_parts.append(parts)
                     for i in range(n_parts):
                         o = op(FWD, comp[d], fwd[k] * fs / n_parts, tp=tpf[k] * fs / n_parts, mb=j, chunk=c,
                                part=i if n_parts > 1 else -1, mem_alloc=act[k] if i == 0 else 0.0)
@@ -269,6 +287,8 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
                         so = op(P2P_FWD, snd[d], p2p_work, links=(p2p_port(d, (k + 1) % p),), mb=j, chunk=c)
                         prog.dep(parts[-1], so)
                         f_send[r][k][j] = so
+                if ag and zero == 3:
+                    two_buffers(ag, f_parts)
             elif ps == "B":
                 is_last = last_b[c] == idx
                 if not zb and dp_on and (zero in (2, 3) or (grad_on and is_last)):
@@ -329,6 +349,8 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
                             b_send[r][k][j] = so
                         all_parts.append(parts)
                     all_firsts = all_parts
+                if ag:
+                    two_buffers(ag, all_parts)
                 # gradient buckets: behind every backward for ZeRO-2/3, behind the last one otherwise
                 if grad_on and not zb and (zero in (2, 3) or is_last):
                     rs = grad_collectives(s, k, j, c, all_parts, nk)
