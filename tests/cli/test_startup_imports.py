@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 from parplan.cli import app as app_module
 
 # what the suggest and catalog-list paths no longer import: the other commands' modules, rich's console, table and
-# text machinery; and what they never needed (dataframes, plotting, the executor)
+# text machinery; and what they never needed (dataframes, masked arrays, plotting, the executor)
 OTHER_COMMANDS = [f"parplan.cli.{m}" for m in app_module.COMMANDS]
 RICH = ["rich.console", "rich.table", "rich.text", "rich.markup", "rich.progress"]
-NEVER = ["pandas", "scipy", "matplotlib", "pyarrow", "parplan.executor.engine", "parplan.executor.simulate"]
+NEVER = ["pandas", "scipy", "matplotlib", "pyarrow", "numpy.ma", "parplan.executor.engine", "parplan.executor.simulate"]
 
 _PROBE = """
 import contextlib, io, json, sys
