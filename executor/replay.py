@@ -32,7 +32,8 @@ from bisect import bisect_left
 
 import numpy as np
 
-from parplan.executor.engine import Program, RunResult
+from parplan.executor.heap import RunResult
+from parplan.executor.program import Program
 
 # transfers of other streams on links owned by one, above which the engine plays it all: at most MINOR_LIMIT, and
 # 1 in MINOR_SHARE ops (the pass then pays off: a contact late in the step)

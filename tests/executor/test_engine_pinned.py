@@ -1,11 +1,11 @@
-"""Pinned timelines of the reference executor's engine (``executor/engine.py``, ``executor/replay.py``): every
-speed-up of the hot loop must leave these runs bit-identical — makespan, a digest of every op's start, end and join
-times (their IEEE-754 bits), the unblockers, and the count of heap events.  The programs: pipelines built by
+"""Pinned timelines of the reference executor's engine (``executor/engine.py``, ``executor/heap.py``,
+``executor/replay.py``): every speed-up of the hot loop must leave these runs bit-identical — makespan, a digest
+of every op's start, end and join times (their IEEE-754 bits), the unblockers, and the count of heap events.  The programs: pipelines built by
 ``executor/program.py`` (1F1B and interleaved, replayed without a heap; ZeRO-1/3 with data-parallel collectives
 sharing the p2p links, played on the heap), the patterns of ``benchmarks/engine_vs_simpy.py`` (one link shared by
 8 streams, many links), and random programs with shared and multi-link transfers, latencies, zero-work transfers,
 equal durations (ties) and dependencies across streams.  The pinned values were produced by the engine before its
-hot loop was specialized; ``engine._run`` (the heap) is checked as well as ``engine.run`` (which may replay).
+hot loop was specialized; ``heap.heap_run`` (the heap) is checked as well as ``engine.run`` (which may replay).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import struct
 
 import pytest
 
-from parplan.executor import engine
+from parplan.executor import heap
 from parplan.executor.engine import FWD, P2P_FWD, Program, run
 
 
@@ -94,7 +94,7 @@ PROGRAMS = {
     "random 42": lambda: _random(42),
 }
 
-# name: (makespan, digest of engine.run's timeline, of engine._run's (the unblocker may differ on ties), events)
+# name: (makespan, digest of engine.run's timeline, of heap.heap_run's (the unblocker may differ on ties), events)
 PINNED = {
     "1f1b p=8 m=64": (223.85000000000062, "1bc19444b3b8f90932f5", "1bc19444b3b8f90932f5", 1928),
     "interleaved p=4 v=2 m=16": (55.75499999999998, "915ae5192024d70100e4", "915ae5192024d70100e4", 484),
@@ -117,7 +117,7 @@ PINNED_RANDOM = "d6b1faf16b2f64a08e47"  # digest of the digests and event counts
 def test_pinned_timelines(name):
     prog = PROGRAMS[name]()
     span, d_run, d_heap, events = PINNED[name]
-    for res, digest in ((run(prog), d_run), (engine._run(prog), d_heap)):
+    for res, digest in ((run(prog), d_run), (heap.heap_run(prog), d_heap)):
         assert max(res.end) == span
         assert (_digest(res), res.events) == (digest, events)
 
@@ -125,6 +125,6 @@ def test_pinned_timelines(name):
 def test_pinned_random_programs():
     h = hashlib.sha256()
     for seed in RANDOM_SEEDS:
-        res = engine._run(_random(seed))
+        res = heap.heap_run(_random(seed))
         h.update(f"{_digest(res)} {res.events};".encode())
     assert h.hexdigest()[:20] == PINNED_RANDOM

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from parplan.executor import engine, replay
+from parplan.executor import heap, replay
 from parplan.executor.engine import FWD, P2P_FWD, Program, RunResult, run
 
 
@@ -47,22 +47,22 @@ def test_the_pass_resumed_by_the_heap_is_the_heap(monkeypatch):
     paths = {"pass": 0, "resumed": 0, "heap": 0}
     for seed in range(400):
         prog = _mostly_owned(seed)
-        heap = engine._run(prog)
+        ref = heap.heap_run(prog)
         fast = replay.fast_run(prog, replay.graph(prog))
         if isinstance(fast, dict):
             paths["resumed"] += 1
-            _same(engine._run(prog, None, replay.graph(prog), fast), heap)
+            _same(heap.heap_run(prog, None, replay.graph(prog), fast), ref)
         elif fast is None:
             paths["heap"] += 1
         else:
             paths["pass"] += 1
-            assert fast.start == heap.start and fast.end == heap.end and fast.join == heap.join
-            assert fast.events == heap.events
+            assert fast.start == ref.start and fast.end == ref.end and fast.join == ref.join
+            assert fast.events == ref.events
         res = run(prog)
-        assert res.start == heap.start and res.end == heap.end and res.join == heap.join
-        assert res.events == heap.events
+        assert res.start == ref.start and res.end == ref.end and res.join == ref.join
+        assert res.events == ref.events
         if not replay.one_stream_per_link(prog):  # links shared: the unblockers too (a tie: the heap's)
-            assert res.unblocker == heap.unblocker
+            assert res.unblocker == ref.unblocker
     assert min(paths.values()) >= 20, paths  # every path is exercised
 
 
@@ -82,7 +82,7 @@ def test_gradients_at_the_end_resume_the_heap_at_their_first_contact():
     assert 0 < len(minor) <= min(replay.MINOR_LIMIT, len(prog) // replay.MINOR_SHARE)
     state = replay.fast_run(prog, replay.graph(prog))
     assert isinstance(state, dict) and state["pending"]
-    _same(run(prog), engine._run(prog))
+    _same(run(prog), heap.heap_run(prog))
 
 
 def test_a_contact_at_time_zero_is_left_to_the_heap():
@@ -94,7 +94,7 @@ def test_a_contact_at_time_zero_is_left_to_the_heap():
     assert replay.fast_run(p, replay.graph(p)) is None
     r = run(p)
     assert r.end == pytest.approx([2.0, 3.0])
-    _same(r, engine._run(p))
+    _same(r, heap.heap_run(p))
 
 
 def test_graph_keeps_dependency_order_and_counts():
@@ -113,10 +113,10 @@ def test_graph_keeps_dependency_order_and_counts():
 
 def test_progress_reports_and_the_same_run(monkeypatch):
     prog = _mostly_owned(5)
-    plain = engine._run(prog)
-    monkeypatch.setattr(engine, "PROGRESS_EVERY", 7)
+    plain = heap.heap_run(prog)
+    monkeypatch.setattr(heap, "PROGRESS_EVERY", 7)
     seen: list = []
-    _same(engine._run(prog, seen.append), plain)
+    _same(heap.heap_run(prog, seen.append), plain)
     # every 7 events taken off the heap (a superseded finish replaced in place on a small heap is not)
     assert seen and seen == [7 * (i + 1) for i in range(len(seen))] and seen[-1] <= plain.events
 
@@ -127,5 +127,5 @@ def test_an_empty_program_and_a_cycle():
     s = p.add_stream("a", 0)
     x, y = p.add_op(FWD, s, 1.0), p.add_op(FWD, s, 1.0)
     p.dep(y, x)
-    with pytest.raises(engine.DeadlockError):
+    with pytest.raises(heap.DeadlockError):
         run(p)

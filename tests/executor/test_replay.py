@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from parplan.executor import engine
+from parplan.executor import heap
 from parplan.executor.engine import FWD, P2P_FWD, Program, run
 from parplan.executor.replay import replay
 
@@ -41,7 +41,7 @@ def _random_program(rng: random.Random, sequential_links: bool) -> Program:
 def test_replay_is_the_engine_or_declines(seed):
     rng = random.Random(seed)
     prog = _random_program(rng, sequential_links=seed % 2 == 0)
-    full = engine._run(prog)
+    full = heap.heap_run(prog)
     fast = replay(prog)
     if fast is None:
         return
@@ -71,7 +71,7 @@ def test_run_uses_the_replay_only_when_it_is_exact():
     rng = random.Random(7)
     for _ in range(50):
         prog = _random_program(rng, sequential_links=False)
-        a, b = run(prog), engine._run(prog)
+        a, b = run(prog), heap.heap_run(prog)
         assert a.start == b.start and a.end == b.end and a.join == b.join and a.events == b.events
 
 
