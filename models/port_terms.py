@@ -34,6 +34,12 @@ class PortStage:
     ag_b: object
 
 
+def dp_slot_work(zero, rs, ag, ag_b):
+    """A stage's per-micro-batch DP collectives (seconds): ZeRO-2's reduce-scatters, ZeRO-3's forward and backward
+    gathers and reduce-scatters; nothing per micro-batch otherwise."""
+    return np.select([zero == 2, zero == 3], [rs, ag + ag_b + rs], 0.0)
+
+
 def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, share, dp_on, dp_span, ep_span, dpn):
     """Seconds the ports add to the step beyond the compute slots (``m`` × the excess of the busiest port's work,
     or of the shared slot, over the slot + its steady DP exposure)."""
@@ -45,7 +51,7 @@ def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, sh
     ag_mb = np.where(z12, np.maximum(stages[0].ag, stages[1].ag) / m, 0.0)  # the next step's all-gather, per slot
 
     def dp_work(st: PortStage):
-        return np.where(dp_on, np.select([zero == 2, zero == 3], [st.rs, st.ag + st.ag_b + st.rs], 0.0) + ag_mb, 0.0)
+        return np.where(dp_on, dp_slot_work(zero, st.rs, st.ag, st.ag_b) + ag_mb, 0.0)
 
     def work(st: PortStage):
         # NIC: the off-domain all-to-all share (dispatch + 3 combines' worth) and the DP collectives across domains
@@ -56,7 +62,7 @@ def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, sh
         return np.maximum(nic, nvl)
 
     def shared(st: PortStage):
-        dp_w = np.select([zero == 2, zero == 3], [st.rs, st.ag + st.ag_b + st.rs], 0.0)
+        dp_w = dp_slot_work(zero, st.rs, st.ag, st.ag_b)
         a2a_x = over(st.counts, lambda k: k.terms.ep_fwd * replay + k.terms.ep_bwd)
         # the DP flow occupies the port a share u = min(1, DP work / slot) of the slot (with its steady exposure), and the exposed all-to-all
         # meets it that share of its time (at half rate): slot + min(a2a, DP)·u never shrinks as the slot grows

@@ -16,7 +16,7 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
-from parplan.models.port_terms import PortStage, p2p_shares, port_contention
+from parplan.models.port_terms import PortStage, dp_slot_work, p2p_shares, port_contention
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
 
@@ -196,10 +196,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
     # the sends and the per-micro-batch DP collectives (ZeRO-2 reduce-scatters, ZeRO-3 gathers) on one NIC
     # (``port_terms.p2p_shares``): every boundary crosses nodes where a stage spans them (tp·cp ≥ node)
-    dp_span_all = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)
-    nic_both = (pp > 1) & (tp * cp >= dpn) & (dp_span_all > dpn) & (P.dp * P.cp > 1)
-    dp_slot = [np.select([zero == 2, zero == 3], [r_, a_ * (1.0 + P.reshard) + r_], 0.0)
-               for r_, a_ in ((rs_f, ag_f), (rs_l, ag_l), (rs_m, ag_m))]
+    dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
+    nic_both = (pp > 1) & (tp * cp >= dpn) & (dp_span > dpn) & (P.dp * P.cp > 1)
+    ag_bf = np.where(P.reshard, ag_f, 0.0)  # ZeRO-3's backward gathers (re-sharded after the forward)
+    ag_bl = np.where(P.reshard, ag_l, 0.0)
+    ag_bm = np.where(P.reshard, ag_m, 0.0)
+    dp_slot = [dp_slot_work(zero, r_, a_, b_) for r_, a_, b_ in ((rs_f, ag_f, ag_bf), (rs_l, ag_l, ag_bl),
+                                                                   (rs_m, ag_m, ag_bm))]
     sh_f, sh_l, sh_m = p2p_shares(p2p_stage, (slot_first, slot_last, slot_mid), dp_slot, nic_both)
     slot_first, slot_last = slot_first + sh_f, slot_last + np.where(single, 0.0, sh_l)
     slot_mid = np.where(pp > 2, slot_mid + sh_m, 0.0)
@@ -225,7 +228,6 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     share = np.zeros_like(dp, dtype=bool)
     rs2 = [rs_f, rs_l, rs_m]
     if not one_kind:
-        dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)
         ep_span = np.asarray(mix.ep_ranks, dtype=f64)
         share = (((dp_span <= dpn) == (ep_span <= dpn)) & (P.dp * P.cp > 1) & (ep_span > 1)
                  & ~np.asarray(mix.pair_on, dtype=bool))
@@ -245,9 +247,6 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # and reduce-scatters sit on the critical path once more on every other stage, each with its own collectives
     # and its own backward to hide them (Σ over the stages but the worst, /v): the drain term grows no faster than
     # the bubble shrinks when the compute gets faster
-    ag_bf = np.where(P.reshard, ag_f, 0.0)
-    ag_bl = np.where(P.reshard, ag_l, 0.0)
-    ag_bm = np.where(P.reshard, ag_m, 0.0)
     xb_f = x0(ag_bf + rs_f, of_ * wb_f)
     xb_l = np.where(pp > 1, x0(ag_bl + rs_l, of_ * wb_l), 0.0)
     xb_m = np.where(pp > 2, x0(ag_bm + rs_m, of_ * wb_m), 0.0)  # a middle stage of n_mid_max layers
