@@ -36,6 +36,32 @@ def tri_ceil_sum(M: np.ndarray, w: np.ndarray) -> np.ndarray:
     return w * q * (q + 1) / 2 + r * (q + 1)
 
 
+def floor_sum(n, m, a, b) -> np.ndarray:
+    """Σ_{i<n} ⌊(a·i + b)/m⌋ elementwise for integers n ≥ 0, m ≥ 1, a, b ≥ 0 (the Euclid-like reduction of the
+    AtCoder Library's ``floor_sum``: O(log m) passes, exact in float64 below 2⁵³)."""
+    n, m, a, b = (np.array(x, dtype=np.float64) for x in np.broadcast_arrays(n, m, a, b))
+    ans = np.zeros(n.shape)
+    live = n > 0
+    while live.any():
+        qa = np.floor(a / m)
+        ans += np.where(live, n * (n - 1) / 2 * qa, 0.0)
+        a = a - qa * m
+        qb = np.floor(b / m)
+        ans += np.where(live, n * qb, 0.0)
+        b = b - qb * m
+        y = a * n + b
+        live &= y >= m
+        n, b, m, a = np.where(live, np.floor(y / m), n), np.where(live, y - np.floor(y / m) * m, b), \
+            np.where(live, a, m), np.where(live, m, a)
+    return ans
+
+
+def cyclic_ceil_sum(hi, c, q, w) -> np.ndarray:
+    """Σ_{j<q} ⌈(hi − j·c)/w⌉ elementwise: the padded vector ops of core 0's loops (lengths hi, hi − c, …, all ≥ 1)
+    under a cyclic deal of a triangular group — in reverse order Σ_{i<q} ⌊(c·i + hi − (q − 1)·c + w − 1)/w⌋."""
+    return floor_sum(q, w, c, np.maximum(hi - (q - 1) * c, 1.0) + w - 1)
+
+
 def group_slots(g, c, v, U, masking: bool) -> tuple:
     """(vector ops, of them at full lanes, loops) on the busiest core for loop group ``g`` (arrays configs × k).
 
@@ -43,7 +69,7 @@ def group_slots(g, c, v, U, masking: bool) -> tuple:
     dealt to the c lanes in equal chunks (⌈E/c⌉ elements); else a group of at least c loops is dealt loop-cyclic
     (core 0 gets loops hi, hi−c, …: q0 = ⌈count/c⌉ of them), a smaller group splits each loop's elements
     (⌈m/c⌉ each).  Padded tails cost U·⌈m/(v·U)⌉ per loop — summed in closed form over triangular groups
-    (``tri_ceil_sum``), approximated by half a chunk per loop for the cyclic deal of a triangular group."""
+    (``tri_ceil_sum``) and, for the cyclic deal of a triangular group, over core 0's loops (``cyclic_ceil_sum``)."""
     cnt, hi = g.count[None, :], g.hi[None, :]
     w = v * U
     if masking:
@@ -53,7 +79,7 @@ def group_slots(g, c, v, U, masking: bool) -> tuple:
     q0 = np.ceil(cnt / c)
     if g.triangular:
         e0 = q0 * hi - c * q0 * (q0 - 1) / 2  # core 0: lengths hi, hi − c, …
-        pad_cyc = U * (e0 + q0 * (w - 1) / 2) / w
+        pad_cyc = U * cyclic_ceil_sum(hi, c, q0, w)
         split_m = (tri_ceil_sum(hi, c) - tri_ceil_sum(hi - cnt, c)) / v
         split_p = U * (tri_ceil_sum(hi, c * w) - tri_ceil_sum(hi - cnt, c * w))
     else:

@@ -117,3 +117,17 @@ def test_more_capacity_keeps_a_mapping_fitting(factor):
     bigger = tuple(dataclasses.replace(lv, words=None if lv.words is None else lv.words * factor) for lv in levels)
     more = evaluate_mappings(spec.problem, bigger, mi, me, T, S, perm)["valid"]
     assert base.any() and np.all(more[base])
+
+
+def test_cyclic_padding_is_exact_where_the_executor_found_it():
+    """The case hypothesis drew in CI (Cholesky n = 4, one C6678 core, vector on, unroll 8): every loop is shorter
+    than one unrolled vector (w = v·U), so each pays a whole padded op — the closed form once averaged half a chunk
+    per loop and priced it 5 % fast; the padding is now summed exactly (``dataflow_terms.cyclic_ceil_sum``)."""
+    from parplan.executor.dataflow import simulate_plan
+    from parplan.models.dataflow_terms import cyclic_ceil_sum, floor_sum
+
+    assert floor_sum(4, 3, 2, 1) == sum((2 * i + 1) // 3 for i in range(4)) == 4
+    assert cyclic_ceil_sum(10.0, 3.0, 4.0, 4.0) == 3 + 2 + 1 + 1  # lengths 10, 7, 4, 1 on 4-wide ops
+    spec = load_dataflow({"family": "dataflow", "name": "p", "kernel": {"name": "cholesky", "n": 4}})
+    dev, plan = load_dsp("c6678"), {"cores": 1, "vector": "on", "unroll": 8, "sync": "barrier"}
+    assert _est(spec, dev, plan).total_s == pytest.approx(simulate_plan(spec, dev, plan).makespan_s, rel=1e-9)
