@@ -3,10 +3,11 @@
 **Events** = ops + transfers: every op of the program (compute passes and their per-layer parts, p2p sends, DP/ZeRO
 collectives, all-to-all transfers, optimizer steps) finishes once on the engine's heap, and a transfer joins and
 leaves its links.  ``estimate_events`` counts both from the ``PipelineCosts`` and the schedule alone, with the very
-rules ``program.build_program`` (and ``a2a`` for MoE stages) applies: the counts are exact (tests compare them
-with built programs of every schedule, ZeRO level and replica count, and of dense and MoE plans).  The engine's
-heap events (``totals["engine_events"]``) are the finishes plus the re-timings of shared links: on the 83 plans of
-``benchmarks/validate_matrix.py`` and ``validate_moe.py`` at most 1.18 × ops + transfers.
+rules ``program.build_program`` (``a2a`` for MoE stages, ``rotation`` for RTP's shard rings) applies: the counts
+are exact (tests compare them with built programs of every schedule, ZeRO level and replica count, and of dense,
+MoE and rotate plans).  The engine's heap events (``totals["engine_events"]``) are the finishes plus the
+re-timings of shared links: on the 83 plans of ``benchmarks/validate_matrix.py`` and ``validate_moe.py`` at most
+1.18 × ops + transfers.
 
 Memory and time: a built and played program holds ~800 bytes per op (op records, dependencies, the engine's
 arrays, the analysis; a Chrome trace, streamed to its file, ~350 bytes more), and it is built and played at
@@ -133,6 +134,10 @@ def estimate_events(costs, schedule: str, replicas: int) -> EventEstimate:
                     tot_t += times * (hh + xx)
             compute[kk] = tot_c + (R * m if zb else 0)
             a2a[kk] = tot_t
+    if int(costs.rtp_shards) > 1:  # RTP (``rotation``): per layer part and ring, S sub-steps and S − 1 hops
+        S, rings = int(costs.rtp_shards), 2 + int(bool(costs.rtp_replay))  # forward, (replay,) backward
+        compute = R * m * nk * (2 + S * rings)  # + the part's op outside its GEMMs, forward and backward
+        a2a = a2a + m * nk * (S - 1) * rings
     transfers = int(np.sum(ag) + np.sum(grad) + np.sum(p2p.astype(object)) + np.sum(a2a))
     ops = int(np.sum(compute)) + transfers + R * p  # + the optimizer steps
     return EventEstimate(ops=ops, transfers=transfers)

@@ -69,6 +69,13 @@ class PipelineCosts:
     ep_ranks: int = 1  # ep × etp: one all-to-all group (consecutive ranks; NVLink port inside a scale-up domain)
     ep_group_replicas: int = 1  # dp replicas one EP group spans (full mode plays their all-to-all jointly)
     expert_imbalance: float = 1.0  # γ = max/mean tokens per EP rank (already in the sizes and the expert compute)
+    # --- RTP (``rotate``; 0 / empty otherwise): every layer part plays its shard ring (``executor/rotation.py``) ---
+    rtp_shards: int = 0  # S: ranks of the shard ring (≤ 1: no rotation)
+    rtp_sub_fwd_s: float = 0.0  # one forward sub-step: the layer's GEMMs on one shard
+    rtp_sub_bwd_s: float = 0.0  # one backward sub-step: data- and weight-gradient GEMMs on one shard
+    rtp_xfer_fwd_s: tuple = ()  # per virtual stage: one forward hop of a layer part's shard, alone on its link
+    rtp_xfer_bwd_s: tuple = ()  # … backward: weight shard + gradient accumulator
+    rtp_replay: bool = False  # full recompute: the replayed forward rotates the shards once more
 
     @property
     def virtual_stages(self) -> int:

@@ -32,6 +32,10 @@ from parplan.workloads.transformer import Workload
 def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
                 eff: Efficiency | None = None) -> tuple[PipelineCosts, dict]:
     """Per-op costs of ``plan`` (already validated) and the analytical result (scalars) it came from."""
+    if plan.helix:  # HelixPipe's attention-parallel pipeline: its own ops and schedule (``executor/helix.py``)
+        from parplan.executor.helix import helix_costs
+
+        return helix_costs(workload, cluster, plan, eff)
     eff = eff or efficiency_for(cluster.group.device)
     L = int(workload.model.layers)
     p, v = plan.pp, plan.vpp
@@ -88,6 +92,10 @@ def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
         nbytes[0] += emb
         nbytes[K - 1] += out
     dp_grad, dp_param = split_dp(nbytes, B_first, B_last, g_first, g_last, a_first, a_last, zero)
+    rtp = rotation_costs(plan, r, K) if plan.rotate else {}
+    if rtp:  # RTP: the shard rings replace ZeRO-3's gathers and reduce-scatters
+        dp_grad, dp_param = [0.0] * K, [0.0] * K
+        notes.append(f"rotate=true: each layer plays {rtp['rtp_shards']} sub-steps with its shards on the ring")
 
     pp_bw = r["link_pp_bytes_per_s"]
     costs = PipelineCosts(
@@ -99,9 +107,21 @@ def model_costs(workload: Workload, cluster: Cluster, plan: Plan,
         dp_grad_s=tuple(dp_grad), dp_param_s=tuple(dp_param), optimizer_s=r["op_optimizer_s"],
         ranks_per_stage=plan.tp * plan.cp, dp_replicas=plan.dp,
         devices_per_node=int(getattr(cluster.group, "scale_up_devices", cluster.group.devices_per_node)),
-        notes=tuple(notes),
+        notes=tuple(notes), **rtp,
     )
     return costs, r
+
+
+def rotation_costs(plan: Plan, r: dict, K: int) -> dict:
+    """RTP's ring per layer part (``executor/rotation.py``): the model's sub-step GEMMs and the hops of the first,
+    last or a middle device's layer parts (``models/rtp_terms.py`` spreads a stage's embedding / output shards over
+    its layers, every chunk of a device alike)."""
+    p = plan.pp
+    where = ["first" if k % p == 0 else "last" if k % p == p - 1 else "mid" for k in range(K)]
+    return {"rtp_shards": int(round(r["op_rtp_shards"])), "rtp_sub_fwd_s": r["op_rtp_sub_fwd_s"],
+            "rtp_sub_bwd_s": r["op_rtp_sub_bwd_s"], "rtp_replay": plan.recompute == "full",
+            "rtp_xfer_fwd_s": tuple(r[f"op_rtp_xfer_fwd_{w}_s"] for w in where),
+            "rtp_xfer_bwd_s": tuple(r[f"op_rtp_xfer_bwd_{w}_s"] for w in where)}
 
 
 def play_cp_layer(workload: Workload, cluster: Cluster, plan: Plan, r: dict) -> tuple[float, float, float]:

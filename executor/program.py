@@ -4,7 +4,8 @@ simulated device, in the schedule's order, with its streams, links and dependenc
 simulated and why one replica suffices).
 
 Virtual stages without MoE layers are played exactly as for a dense model; a virtual stage with MoE layers plays
-each forward / backward as compute pieces and expert-parallel all-to-all transfers (``a2a``).
+each forward / backward as compute pieces and expert-parallel all-to-all transfers (``a2a``); RTP plans
+(``rotate``) play every layer part as its shard ring instead of ZeRO-3's gathers (``rotation``).
 """
 from __future__ import annotations
 
@@ -184,6 +185,11 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
     a2a_on = costs.has_moe and sum(costs.a2a_fwd_s or ()) + sum(costs.a2a_bwd_s or ()) > 0
     moe = MoEPasses(prog, costs, comp, names, factors, R, ep_port, zb, costs.moe_full_recompute) if a2a_on else None
     moe_k = [bool(moe is not None and int(costs.moe_layers[k]) > 0) for k in range(K)]
+    rtp = None
+    if costs.rtp_shards > 1:  # RTP: every layer part plays its shard ring (``executor/rotation.py``)
+        from parplan.executor.rotation import RotationPasses
+
+        rtp = RotationPasses(prog, costs, comp, factors, R, dp_links)
 
     # op ids per (replica, virtual stage, micro-batch)
     def grid(fill=-1):
@@ -266,13 +272,14 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
                             prog.dep(lasts[r][-1], so)
                             f_send[r][k][j] = so
                     continue
-                f_parts = []
+                f_parts = [] if rtp is None else rtp.forward(s, k, j, c, nk, act[k])
                 for r in range(R):
                     d = r * p + s
                     fs = factors[d]
-                    parts = []
-                    f_parts.append(parts)
-                    for i in range(n_parts):
+                    parts = [] if rtp is None else f_parts[r]
+                    if rtp is None:
+                        f_parts.append(parts)
+                    for i in range(n_parts if rtp is None else 0):
                         o = op(FWD, comp[d], fwd[k] * fs / n_parts, tp=tpf[k] * fs / n_parts, mb=j, chunk=c,
                                part=i if n_parts > 1 else -1, mem_alloc=act[k] if i == 0 else 0.0)
                         parts.append(o)
@@ -324,11 +331,12 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
                         all_parts.append(lasts[r])
                         all_firsts.append(firsts[r])
                 else:
+                    b_parts = None if rtp is None else rtp.backward(s, k, j, c, nk, act[k], ws)
                     for r in range(R):
                         d = r * p + s
                         fs = factors[d]
-                        parts = []
-                        for i in range(n_parts):
+                        parts = [] if rtp is None else b_parts[r]
+                        for i in range(n_parts if rtp is None else 0):
                             last = i == n_parts - 1
                             o = op(BWD, comp[d], (bwd[k] - w_work) * fs / n_parts, tp=tpb[k] * fs / n_parts,
                                    rc=rc[k] * fs / n_parts, mb=j, chunk=c, part=i if n_parts > 1 else -1,

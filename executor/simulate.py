@@ -138,6 +138,8 @@ def simulate_costs(costs: PipelineCosts, schedule: str | None = None, *, mode: s
     replica (with a note), and otherwise an ``EventBudgetError`` is raised.  ``progress``: ``f(done, total,
     None)`` while the program is built and played."""
     limit = DEFAULT_MAX_EVENTS if max_events is None else check_max_events(max_events)
+    if getattr(costs, "own_program", False):  # a schedule with its own ops (HelixPipe: ``executor/helix.py``)
+        return costs.simulate(schedule, mode=mode, slowdown=slowdown, limit=limit, progress=progress)
     schedule = schedule or default_schedule(costs.vpp)
     check_schedule(schedule, costs.pp, costs.vpp, costs.micro_batches, costs.zero)
     if mode not in MODES:

@@ -141,6 +141,7 @@ def make_job(to: str, workload: Workload, cluster: Cluster, plan: Plan) -> Job:
         raise SpecError(f"{fw.name} cannot launch this plan: {reasons[0]}", key="plan",
                         hint=f"the {fw.id} profile (catalogs/frameworks/{fw.id}.yaml) rules it out")
     check_cp_kind(to, plan)
+    check_research_knobs(to, plan)
     return Job(to=to, workload=workload, cluster=cluster, plan=plan, fw=fw)
 
 
@@ -161,6 +162,23 @@ def check_cp_kind(to: str, plan: Plan) -> None:
                if kind == "dcp" else f"this export writes the {' and '.join(ok)} layout{'s' if len(ok) > 1 else ''} "
                "of context parallelism only")
         raise refuse(to, f"cp_kind={kind}", why, f"cp_kind={' or cp_kind='.join(ok)}")
+
+
+# plan knobs priced from research systems that no export target has a launch argument for (models/plan.py): a plan
+# with one of them is refused, never exported without it (that would launch another job)
+RESEARCH_KNOBS = (
+    ("rotate", "RTP's rotated weight shards (Luo, Zhong, Fox, arXiv 2311.01635) are a research prototype "
+               "(wdlctc/rtp), not a flag of this framework", "rotate=false (zero=3: FSDP / ZeRO-3 gathers)"),
+    ("helix", "HelixPipe's attention-parallel pipeline is in a Megatron-LM fork, not an upstream flag",
+              "helix=false (1F1B or interleaved 1F1B pipelines)"),
+)
+
+
+def check_research_knobs(to: str, plan: Plan) -> None:
+    """A plan with a research knob (``RESEARCH_KNOBS``) is refused, naming it: no target writes it."""
+    for knob, why, expressible in RESEARCH_KNOBS:
+        if getattr(plan, knob, False):
+            raise refuse(to, f"{knob}=true", why, expressible)
 
 
 # --- layer splits -------------------------------------------------------------------------------------------------

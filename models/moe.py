@@ -157,6 +157,10 @@ def validate(workload, cluster, plan) -> None:
     """MoE plan rules (Megatron-Core): ep divides the experts; ep·etp divides dp·cp·tp (parallel folding); etp
     divides the expert FFN; sequence parallelism with tp > 1."""
     mdl = workload.model
+    for key, what in (("helix", "HelixPipe's attention-parallel pipeline"), ("rotate", "RTP's rotated weight shards")):
+        if getattr(plan, key):
+            raise SpecError(f"{key}=true ({what}) is priced for dense transformers; {workload.name} is a "
+                            "mixture of experts", key=f"plan.{key}", allowed=["false"])
     E = int(mdl.experts)
     if E % plan.ep:
         raise SpecError(f"ep={plan.ep} does not divide the {E} experts", key="plan.ep",

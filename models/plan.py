@@ -13,11 +13,12 @@ CP_KINDS = ("ring", "ulysses", "hybrid", "dcp")
 # launch export refuses them; the search does not enumerate them)
 RESEARCH_CP_KINDS = ("hybrid", "dcp")
 PLAN_KEYS = ("dp", "tp", "pp", "cp", "ep", "etp", "mbs", "vpp", "zero", "recompute", "sp",
-             "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer", "cp_kind")
-BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
+             "reshard", "shard", "first_layers", "last_layers", "embed_as_layer", "loss_as_layer", "cp_kind",
+             "helix", "rotate")
+BOOL_KEYS = ("sp", "reshard", "embed_as_layer", "loss_as_layer", "helix", "rotate")
 # knobs of contract v2, written into plan strings only when they differ from their default (v1 strings unchanged)
 V2_DEFAULTS = {"reshard": True, "shard": 0, "first_layers": 0, "last_layers": 0, "embed_as_layer": False,
-               "loss_as_layer": False, "etp": 1}
+               "loss_as_layer": False, "etp": 1, "helix": False, "rotate": False}
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,11 @@ class Plan:
     1 (Megatron-Core's MoE recipes set ``--expert-tensor-parallel-size 1``).
     ``cp_kind``: the context-parallel layout (``CP_KINDS``; default ring with zig-zag chunks; see
     docs/cost_model.md "Long context").
+    ``helix``: HelixPipe's attention-parallel pipeline (S19: every micro-batch's attention runs on one stage, the
+    micro-batches' attentions on different stages in parallel, two-fold FILO schedule; ``models/helix_terms.py``).
+    ``rotate`` (zero=3): RTP's rotated weight shards (S12: each rank keeps its shard of every weight and the
+    shards travel around the shard ring while each rank computes on its own data, instead of all-gathering whole
+    layers as FSDP does).
     """
 
     dp: int
@@ -63,6 +69,8 @@ class Plan:
     loss_as_layer: bool = False
     etp: int = 1
     cp_kind: str = "ring"
+    helix: bool = False
+    rotate: bool = False
 
     @property
     def n_devices(self) -> int:

@@ -10,7 +10,7 @@ import numpy as np
 from parplan.models.plan import CP_KINDS, RECOMPUTE, V2_DEFAULTS, Plan
 
 _V2 = tuple(V2_DEFAULTS)
-_BOOL = ("sp", "reshard", "embed_as_layer", "loss_as_layer")
+_BOOL = ("sp", "reshard", "embed_as_layer", "loss_as_layer", "helix", "rotate")
 
 
 @dataclass
@@ -35,6 +35,8 @@ class PlanArrays:
     etp: Optional[np.ndarray] = None  # expert tensor parallelism (MoE)
     ep: Optional[np.ndarray] = None  # expert parallelism (MoE; 1 for dense workloads)
     cp_kind: Optional[np.ndarray] = None  # index into CP_KINDS (0 = ring)
+    helix: Optional[np.ndarray] = None  # bool: HelixPipe's attention-parallel pipeline
+    rotate: Optional[np.ndarray] = None  # bool: RTP's rotated ZeRO-3 shards
 
     def __post_init__(self) -> None:
         n = np.shape(self.dp)

@@ -17,8 +17,10 @@ from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import PortStage, dp_slot_work, p2p_shares, port_contention
+from parplan.models import rtp_terms
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
+from parplan.models.zero3_terms import Zero3Stage, zero3_terms
 
 # Bytes moved per parameter by one Adam step (memory-bound): read master, m, v, fp32 grad (16 B), write master,
 # m, v (12 B) and the 16-bit weight copy (2 B), plus one read of the grads for the global-norm clip (4 B).
@@ -62,6 +64,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
             tot = x if tot is None else tot + x
         return tot
 
+    rot = rtp_terms.rotate_layers(model, c, K[0]) if one_kind else None  # RTP: GEMMs on the shards (``rtp_terms``)
     for kd in K:
         kd.rc = kd.terms.recompute(rc)
 
@@ -201,6 +204,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     ag_bf = np.where(P.reshard, ag_f, 0.0)  # ZeRO-3's backward gathers (re-sharded after the forward)
     ag_bl = np.where(P.reshard, ag_l, 0.0)
     ag_bm = np.where(P.reshard, ag_m, 0.0)
+    if rot is not None:  # RTP: the shard rotations replace ZeRO-3's gathers and reduce-scatters (``rtp_terms``)
+        rots, (ag_f, ag_bf, rs_f), (ag_l, ag_bl, rs_l), (ag_m, ag_bm, rs_m) = rtp_terms.stage_collectives(
+            hw, rot, ((params_first, n_first, ag_f, ag_bf, rs_f), (params_last, n_last, ag_l, ag_bl, rs_l),
+                      (params_mid, n_mid_max, ag_m, ag_bm, rs_m)), w_b, g_red, tp * cp * pp * S, rc)
     dp_slot = [dp_slot_work(zero, r_, a_, b_) for r_, a_, b_ in ((rs_f, ag_f, ag_bf), (rs_l, ag_l, ag_bl),
                                                                    (rs_m, ag_m, ag_bm))]
     sh_f, sh_l, sh_m = p2p_shares(p2p_stage, (slot_first, slot_last, slot_mid), dp_slot, nic_both)
@@ -243,22 +250,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         n_mid_max=n_mid_max)
     dp2 = grow2 + np.maximum(tail_f, tail_l) * np.where(og > 0, 1.0, 0.0) + gath + rep
     chain2 = chain2 + rep
-    # zero 3 with a pipeline: the per-micro-batch exposure lengthens every slot; in the drain the backward gathers
-    # and reduce-scatters sit on the critical path once more on every other stage, each with its own collectives
-    # and its own backward to hide them (Σ over the stages but the worst, /v): the drain term grows no faster than
-    # the bubble shrinks when the compute gets faster
-    xb_f = x0(ag_bf + rs_f, of_ * wb_f)
-    xb_l = np.where(pp > 1, x0(ag_bl + rs_l, of_ * wb_l), 0.0)
-    xb_m = np.where(pp > 2, x0(ag_bm + rs_m, of_ * wb_m), 0.0)  # a middle stage of n_mid_max layers
-    x_b = np.maximum(np.maximum(xb_f, xb_l), xb_m)
-    drain = xb_f + xb_l + xb_m * n_mid_total / np.maximum(n_mid_max, 1.0) - x_b
-    steady3 = np.maximum(x0(ag_f, of_ * wf_f) + x0(ag_bf + rs_f, of_ * wb_f),
-                         x0(ag_l, of_ * wf_l) + x0(ag_bl + rs_l, of_ * wb_l))
-    if not one_kind:  # co-scheduled pairs: one micro-batch's gathers and reduce-scatters hide behind the pair
-        joint = np.maximum(x0(ag_f + ag_bf + rs_f, of_ * (f_first + b_first)),
-                           x0(ag_l + ag_bl + rs_l, of_ * (f_last + b_last)))
-        steady3 = np.where(mix.pair_on, joint, steady3)
-    dp3 = m * steady3 + np.maximum(drain, 0.0) / v + rep
+    # zero 3 with a pipeline: the per-micro-batch exposure and the drain (``zero3_terms``; RTP: ``rtp_terms``)
+    dp3, steady3 = zero3_terms(
+        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first, rot and rots[0]),
+        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last, rot and rots[1]),
+        Zero3Stage(ag_m, ag_bm, rs_m, 0.0, wb_m, 0.0, rot and rots[2]), of_=of_, pp=pp, m=m, v=v,
+        n_mid_total=n_mid_total, n_mid_max=n_mid_max, rep=rep, pair_on=None if one_kind else mix.pair_on,
+        rotate=None if rot is None else rot.on)
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
     dp_total = np.select([zero == 0, zero == 1, zero == 2],
                          [np.maximum(ar_f, ar_l), np.maximum(rs_f + ag_f, rs_l + ag_l) + rep,
@@ -332,7 +330,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
 
     shape = StageShape(tp=tp, pp=pp, cp=cp, v=v, m=m, T=T, Tsp=Tsp, zero=zero, rc=rc, sp=P.sp,
                        reshard=P.reshard, shard=S, n_first=n_first, n_last=n_last,
-                       params_first=params_first, params_last=params_last)
+                       params_first=params_first, params_last=params_last, rotate=None if rot is None else rot.on)
     mem = memory(model, job, shape, hw.memory_capacity_bytes, w_b, e, job.attention == "flash",
                  extra=(mix.memory_extra(shape, x_first, x_last, c_first, c_last, w_b) if mix.memory_extra else None))
 
@@ -357,6 +355,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         "op_optimizer_s": optimizer, "layers_mid_stage": n_mid_max, "pipeline_s": t_pipe,
         "op_dp_interference_s": dp_intf,
     }
+    if rot is not None:  # what the executor plays of the rotation (``executor/dense.py``)
+        ops.update(rtp_terms.executor_ops(rot, rots))
     if getattr(c, "lc_parts", None) is not None:  # long-context layouts: what the executor plays per layer
         ops.update({"op_layer_attn_fwd_s": d.terms.attn_fwd, "op_layer_attn_bwd_s": d.terms.attn_bwd,
                     "op_layer_cp_fwd_s": d.terms.cp_fwd, "op_layer_cp_bwd_s": d.terms.cp_bwd,

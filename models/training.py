@@ -45,7 +45,13 @@ def dense_kind(model, job, c) -> LayerKind:
 def evaluate(model: TransformerSpec, job, hw: HardwareContext, P: PlanArrays) -> dict[str, np.ndarray]:
     """Price one optimizer step for every plan in ``P``; returns named arrays (time parts in s, memory in bytes)."""
     c = step_context(job, hw, P)
-    return assemble(model, job, c, LayerMix(kinds=[dense_kind(model, job, c)]))
+    kind = dense_kind(model, job, c)
+    out = assemble(model, job, c, LayerMix(kinds=[kind]))
+    if P.helix is not None and np.any(P.helix):  # HelixPipe's attention-parallel pipeline (models/helix_terms.py)
+        from parplan.models.helix_terms import helix_step
+
+        out = helix_step(model, job, c, kind.terms, out)
+    return out
 
 
 def evaluate_workload(workload: Workload, cluster, plans: PlanArrays, eff=None) -> dict[str, np.ndarray]:
@@ -65,6 +71,16 @@ def validate(workload, cluster, plan) -> None:
         if getattr(plan, key) != 1:
             raise SpecError(f"{key}={getattr(plan, key)} needs a mixture-of-experts workload; {workload.name} is dense",
                             key=f"plan.{key}", allowed=["1"])
+    if plan.helix:
+        from parplan.models.helix_terms import validate_helix
+
+        validate_helix(workload, plan)
+    if plan.rotate and plan.zero != 3:
+        raise SpecError(f"rotate=true (RTP's rotated weight shards) replaces ZeRO-3's gathers: it needs zero=3, got "
+                        f"zero={plan.zero}", key="plan.rotate", hint="add zero=3, or drop rotate")
+    if plan.rotate and not plan.reshard:
+        raise SpecError("rotate=true keeps only shards (two shard buffers): reshard=false, which keeps gathered "
+                        "layers until their backward, does not apply", key="plan.reshard", allowed=["true"])
 
 
 def layer_params_lower_bound(model) -> float:

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parplan.models.rtp_terms import shard_buffer_bytes
+
 GiB = float(2**30)
 # Bytes of optimizer state per parameter for mixed-precision training: fp32 master weights + Adam m and v
 # (ZeRO paper, Rajbhandari et al. SC'20, Sec. 3.1: K = 12); SGD with momentum keeps master + momentum (8).
@@ -46,6 +48,7 @@ class StageShape:
     n_last: np.ndarray
     params_first: np.ndarray  # parameters held by a first-stage device (already / tp)
     params_last: np.ndarray
+    rotate: object = None  # RTP plans (bool array; None: none rotates): shard buffers, no gathered layer
 
 
 def inflight_factors(S: StageShape):
@@ -78,11 +81,12 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     grad_b = np.where(zero >= 2, e, 4.0) if mixed else np.full_like(T, 4.0)
     zd = S.shard
     P_layer = float(model.layer_params)
+    resh = S.reshard if S.rotate is None else S.reshard | S.rotate  # RTP keeps no gathered layer (``rtp_terms``)
 
     def model_state(params, n_layers):
         w = params * w_b / np.where(zero >= 3, zd, 1.0)
         # FSDP without re-sharding after forward keeps every gathered layer of the stage until its backward
-        w = w + np.where((zero >= 3) & ~S.reshard, n_layers * P_layer / tp * w_b * (1.0 - 1.0 / zd), 0.0)
+        w = w + np.where((zero >= 3) & ~resh, n_layers * P_layer / tp * w_b * (1.0 - 1.0 / zd), 0.0)
         g = params * grad_b / np.where(zero >= 2, zd, 1.0)
         o = params * opt_b / np.where(zero >= 1, zd, 1.0)
         return w, g, o
@@ -123,7 +127,9 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
                         + np.where(rc == 2, per_layer_sel, 0.0))
     transient_first = 2.0 * e * T * f / tp  # the largest single backward buffer (an f-wide activation gradient)
     transient_last = np.maximum(transient_first, e * T * V / tp)  # and the logit gradients
-    z3_buf = np.where((zero >= 3) & S.reshard, 2.0 * P_layer * w_b / tp, 0.0)  # prefetched full layers (FSDP)
+    z3_buf = np.where((zero >= 3) & resh, 2.0 * P_layer * w_b / tp, 0.0)  # prefetched full layers (FSDP)
+    if S.rotate is not None:  # RTP: the shard being computed on + the one arriving
+        z3_buf = np.where(S.rotate, shard_buffer_bytes(P_layer, w_b, tp, zd), z3_buf)
 
     wf, gf, of = model_state(S.params_first, S.n_first)
     wl, gl, ol = model_state(S.params_last, S.n_last)

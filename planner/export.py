@@ -54,6 +54,8 @@ EXPORT_COLUMNS = (
     "redundancy_overhead_s", "expected_failures", "mtbf_s",
     # the context-parallel layout (models.plan.CP_KINDS; "ring" where cp = 1)
     "cp_kind",
+    # HelixPipe's attention-parallel pipeline; RTP's rotated ZeRO-3 shards (models/plan.py)
+    "helix", "rotate",
 )
 # the goodput columns and the reliability model's output each one is (models/primitives/reliability.goodput)
 GOODPUT_COLUMNS = {"goodput": "goodput", "time_to_train_s": "time_to_train_s", "time_to_train_p10_s": "time_p10_s",

@@ -33,6 +33,8 @@ Knob rules (counted per plan):
   ``catalogs/frameworks/<id>.yaml``; the excluded plans are counted under ``framework`` per failed check.
 
 ``fix`` pins any plan key to one value (``--fix tp=8``); a pinned value that no rule admits leaves an empty space.
+The contract-v2 knobs ``helix``, ``rotate`` and ``reshard`` are held at a pinned value with their own rules, the
+other v2 knobs are not search axes and a pin of one is refused (``planner/space_axes.py``).
 """
 from __future__ import annotations
 
@@ -46,6 +48,8 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.models.plan import PLAN_KEYS, RECOMPUTE, parse_plan_values, split_pairs
 from parplan.models.training import PlanArrays
+from parplan.planner.space_axes import (PINNED_KNOBS, SEARCHED_CP_KINDS, UNSEARCHED_KNOBS,  # noqa: F401
+                                        _cp_layouts, _pinned_cells, _pinned_rows, check_pins)
 from parplan.workloads.transformer import Workload
 
 DEFAULT_MAX_MBS = 32
@@ -97,7 +101,7 @@ class Space:
         return PlanArrays(dp=col(R.dp), tp=col(R.tp), pp=col(R.pp), cp=col(R.cp), mbs=col(R.mbs), vpp=col(R.vpp),
                           zero=self.zero_vals.reshape(1, -1, 1, 1), recompute=self.rc_vals.reshape(1, 1, -1, 1),
                           sp=self.sp_vals.reshape(1, 1, 1, -1), ep=col(R.ep), etp=col(R.etp),
-                          cp_kind=col(R.cp_kind))
+                          cp_kind=col(R.cp_kind), **{k: col(getattr(R, k)) for k in PINNED_KNOBS})
 
     def valid_cells(self, rows=slice(None)) -> np.ndarray:
         """Flat indices of the valid cells in the grid of ``rows`` (row-major)."""
@@ -199,33 +203,6 @@ class _Acc:
         self.fw_counts: dict[str, int] = {}
 
 
-# context-parallel layouts the search enumerates: those a catalog framework launches (FrameworkProfile.cp_kinds; a
-# test holds them equal); hybrid and DCP are priced when a plan names them but no framework flag selects them
-SEARCHED_CP_KINDS = ("ring", "ulysses")  # = models.plan.CP_KINDS without RESEARCH_CP_KINDS
-
-
-def _cp_layouts(workload, fw, fix: dict, cols: dict, excl_p: dict) -> dict:
-    """Rows with cp > 1 once per searched context-parallel layout (``SEARCHED_CP_KINDS``, or the pinned one; cp = 1
-    rows keep the default) — the framework check then drops the layouts it does not launch, so every framework's
-    space stays a filter of one enumeration; Ulysses needs cp to divide the heads and K,V heads of a TP rank."""
-    from parplan.models.plan import CP_KINDS
-
-    names = (fix["cp_kind"],) if "cp_kind" in fix else SEARCHED_CP_KINDS
-    kinds = np.array([CP_KINDS.index(k) for k in names], dtype=np.int64)
-    reps = np.where(cols["cp"] > 1, kinds.size, 1)
-    out = {k: np.repeat(a, reps) for k, a in cols.items()}
-    kind = np.zeros(int(reps.sum()), dtype=np.int64)
-    multi = np.repeat(cols["cp"] > 1, reps)
-    kind[multi] = np.tile(kinds, int((cols["cp"] > 1).sum()))
-    cp, tp = out["cp"], out["tp"]
-    mdl = workload.model
-    ok = (kind != CP_KINDS.index("ulysses")) | (((int(mdl.heads) // tp) % cp == 0) & ((int(mdl.kv_heads) // tp) % cp == 0))
-    excl_p["cp_heads"] = excl_p.get("cp_heads", 0) + int((~ok).sum())
-    out = {k: a[ok] for k, a in out.items()}
-    out["cp_kind"] = kind[ok]
-    return out
-
-
 def _rows_and_mask(workload, fw, fix: dict, tp, pp, cp, dp, mbs_vals, vpp_vals, dpn: int, row_axes, cell_rules,
                    recompute_levels, rule_text: dict, acc: _Acc):
     """The rows (factorization × mbs × vpp, then the family's row axes) of some factorizations and the mask of their
@@ -259,6 +236,7 @@ def _rows_and_mask(workload, fw, fix: dict, tp, pp, cp, dp, mbs_vals, vpp_vals, 
     if row_axes is not None:
         cols = row_axes(cols, fix, fw, excl_p, rule_text)
     cols = _cp_layouts(workload, fw, fix, cols, excl_p)
+    cols = _pinned_rows(workload, fix, cols, excl_p, rule_text)
     # zero × recompute × sp: a dense block per row (the row: factorization, mbs, vpp), masked
     nrow = cols["tp"].shape[0]
     Z = np.array(ZERO_LEVELS, dtype=np.int64).reshape(1, -1, 1, 1)
@@ -268,7 +246,7 @@ def _rows_and_mask(workload, fw, fix: dict, tp, pp, cp, dp, mbs_vals, vpp_vals, 
     alive = np.ones(shape, dtype=bool)
     builtin = [("zero_dp1", (Z == 0) | ((cols["dp"] * cols["cp"]) > 1).reshape(-1, 1, 1, 1)),
                ("sp_tp1", (~S) | (cols["tp"] > 1).reshape(-1, 1, 1, 1))]
-    for name, text, fn in cell_rules:
+    for name, text, fn in (*cell_rules, *_pinned_cells(fix)):
         rule_text.setdefault(name, text)
         excl_p.setdefault(name, 0)
         builtin.append((name, fn(cols, Z, R, S)))
@@ -279,7 +257,8 @@ def _rows_and_mask(workload, fw, fix: dict, tp, pp, cp, dp, mbs_vals, vpp_vals, 
     # the framework: each cell is counted under the first check it fails
     grid = SimpleNamespace(**{k: cols[k].reshape(-1, 1, 1, 1) for k in ("dp", "tp", "pp", "cp", "mbs", "vpp")
                               if k in cols}, zero=Z, recompute=R, sp=S,
-                           **{k: cols[k].reshape(-1, 1, 1, 1) for k in ("ep", "etp", "cp_kind") if k in cols})
+                           **{k: cols[k].reshape(-1, 1, 1, 1) for k in ("ep", "etp", "cp_kind", *PINNED_KNOBS)
+                              if k in cols})
     for label, ok in fw.plan_masks(grid, n_devices_per_node=dpn, workload=workload):
         ok = np.broadcast_to(ok, shape)
         n_out = int((alive & ~ok).sum())
@@ -319,6 +298,7 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
 
     fw = get_framework(framework or getattr(workload.training, "framework", None) or DEFAULT_FRAMEWORK)
     fix = dict(fix or {})
+    check_pins(fix)
     mdl, job = workload.model, workload.training
     L, B, s = int(mdl.layers), int(job.global_batch), int(job.seq_len)
     N, dpn = int(n_devices), int(devices_per_node)
@@ -387,7 +367,7 @@ def build_space(workload: Workload, n_devices: int, devices_per_node: int, *, fi
     rows = PlanArrays(dp=cols["dp"], tp=cols["tp"], pp=cols["pp"], cp=cols["cp"], mbs=cols["mbs"], vpp=cols["vpp"],
                       zero=np.zeros(nr, dtype=np.int64), recompute=np.zeros(nr, dtype=np.int64),
                       sp=np.zeros(nr, dtype=bool), ep=cols.get("ep"), etp=cols.get("etp"),
-                      cp_kind=cols.get("cp_kind"))
+                      cp_kind=cols.get("cp_kind"), **{k: cols.get(k) for k in PINNED_KNOBS})
     space = Space(plans=None, n_devices=N, factorizations=n_fact, excluded_factorizations=excl_f,
                   excluded_plans=excl_p, rule_text=rule_text, rows=rows, zero_vals=zero_vals, rc_vals=rc_vals,
                   sp_vals=sp_vals, mask=mask)

@@ -100,7 +100,7 @@ def test_bad_workload_input_gets_one_line_and_exit_2(tmp_path, name, text, plan,
     ("dgx-h100-64", "tp=8,mbs=3", "training.global_batch: global_batch=2048 is not divisible by dp×mbs=8×3=24; "
                                   "change mbs, dp or the global batch"),
     ("dgx-h100-64", "tp=8,pipeline=2",
-     "plan: unknown plan key 'pipeline' (allowed: dp, tp, pp, cp, ep, etp, mbs, vpp, zero, recompute, sp, reshard, shard, first_layers, last_layers, embed_as_layer, loss_as_layer, cp_kind)"),
+     "plan: unknown plan key 'pipeline' (allowed: dp, tp, pp, cp, ep, etp, mbs, vpp, zero, recompute, sp, reshard, shard, first_layers, last_layers, embed_as_layer, loss_as_layer, cp_kind, helix, rotate)"),
     ("dgx-h100-64", "tp=8,recompute=ful",
      "plan.recompute: bad value 'ful' (allowed: none, selective, full, modules); did you mean 'full'?"),
     ("dgx-h100-64", "tp=16", "plan.tp: tp=16 does not divide kv_heads=8; choose tp among 1, 2, 4, 8"),

@@ -25,10 +25,10 @@ GOODPUT_COLS = ("goodput", "time_to_train_s", "time_to_train_p10_s", "time_to_tr
 
 def test_goodput_columns_are_appended_after_the_earlier_ones():
     # stable order: columns are only ever added at the end; the goodput block follows equivalent_plans, and the
-    # context-parallel layout (added later) follows the goodput block
+    # context-parallel layout (added later) follows the goodput block, then the helix and rotate knobs
     i = EXPORT_COLUMNS.index("equivalent_plans")
     assert EXPORT_COLUMNS[i + 1:i + 1 + len(GOODPUT_COLS)] == GOODPUT_COLS
-    assert EXPORT_COLUMNS[i + 1 + len(GOODPUT_COLS):] == ("cp_kind",)
+    assert EXPORT_COLUMNS[i + 1 + len(GOODPUT_COLS):] == ("cp_kind", "helix", "rotate")
 
 
 def test_api_ranks_by_time_to_train_with_breakdown():
