@@ -131,7 +131,8 @@ def memory_lower_bound(workload: Workload, P: PlanArrays) -> np.ndarray:
     opt_b = OPTIMIZER_STATE_BYTES[(job.optimizer, mixed)]
     per_param = (e / np.where(zero >= 3, zd, 1.0) + grad_b / np.where(zero >= 2, zd, 1.0)
                  + opt_b / np.where(zero >= 1, zd, 1.0))
-    z3 = np.where(zero >= 3, 2.0 * P_layer * e / tp, 0.0)
+    # ZeRO-3's two gathered layers; RTP's two rotating shards (``models/rtp_terms.py``)
+    z3 = np.where(zero >= 3, 2.0 * P_layer * e / tp / np.where(P.rotate, zd, 1.0), 0.0)
     return (1.0 + FRAGMENTATION_FRACTION) * (params_first * per_param + z3) + FRAMEWORK_RESERVED_BYTES
 
 

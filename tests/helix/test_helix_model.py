@@ -229,3 +229,21 @@ def test_reshard_pin_is_searched():
 
     space = build_space(W, 64, 8, fix={"reshard": False}, max_mbs=1)
     assert len(space) > 0 and np.all(~space.plans.reshard) and np.all(space.plans.zero == 3)
+
+
+@pytest.mark.parametrize("fix", [{"helix": True}, {"rotate": True}])
+def test_memory_lower_bound_holds_on_pinned_spaces(fix):
+    """The search prunes by a memory lower bound: it must stay ≤ the priced peak on helix and rotate plans."""
+    from parplan.models.hardware_context import framework_of, hardware_context
+    from parplan.planner.search import memory_lower_bound
+    from parplan.planner.spaces import build_space
+
+    w = load_workload("llama2-7b", seq_len=8192, global_batch=64)
+    space = build_space(w, 64, 8, fix=fix, max_mbs=2)
+    assert len(space) > 0
+    lb = memory_lower_bound(w, space.plans)
+    hw = hardware_context(H64.group, w.training.precision, None, framework=framework_of(w))
+    from parplan.models.families import cost_model
+
+    peak = cost_model(w).evaluate(w.model, w.training, hw, space.plans)["memory_peak_bytes"]
+    assert np.all(lb <= peak * (1 + 1e-12))
