@@ -55,6 +55,9 @@ def render_plans(ps, explain_lines: list[str] | None = None, max_rows: int | Non
     s = ps.stats
     title = (f"{ps.workload.name} on {ps.cluster.name} ({s.n_devices:,} devices): top {n} of {s.fitting:,} "
              f"fitting plans ({s.valid_plans:,} valid), objective {ps.objective}")
+    pinned = [k for k in ("helix", "rotate") if any(bool(getattr(r, k, False)) for r in plans)]
+    if pinned:  # HelixPipe / RTP plans (pinned with --fix): named in the title, the table has no column for them
+        title += ", " + ", ".join(f"{k}=true" for k in pinned)
     # expert axes are shown when a plan uses them (MoE workloads)
     experts = any(r.ep > 1 or r.etp > 1 for r in plans)
     layouts = any(r.cp_kind != "ring" for r in plans)  # a context-parallel layout other than the ring
