@@ -3,7 +3,6 @@ finite, faster hardware never slower, more memory never makes a plan not fit, he
 plan rules through the API and the CLI, and the search's ``--fix helix=true``."""
 from __future__ import annotations
 
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from conftest import faster
 from parplan.cli.app import app
 from parplan.errors import SpecError
 from parplan.hardware import load_cluster
@@ -116,17 +116,6 @@ def test_layer_bytes_match_the_dense_memory_model():
         dense = evaluate_workload(W, H64, P)["op_activation_bytes_per_layer"]
         assert float(np.asarray(layer_activation_bytes(W.model, c)).reshape(-1)[0]) == pytest.approx(
             float(np.asarray(dense).reshape(-1)[0]), rel=1e-12)
-
-
-def faster(c, flops=1.0, hbm=1.0, intra=1.0, inter=1.0, memory=1.0):
-    g = c.group
-    d = g.device
-    dev = replace(d, peak_flops_per_s={k: v * flops for k, v in d.peak_flops_per_s.items()},
-                  memory_bandwidth_bytes_per_s=d.memory_bandwidth_bytes_per_s * hbm, memory_bytes=d.memory_bytes * memory)
-    g2 = replace(g, device=dev,
-                 intra_node=replace(g.intra_node, bandwidth_bytes_per_s=g.intra_node.bandwidth_bytes_per_s * intra),
-                 inter_node=replace(g.inter_node, bandwidth_bytes_per_s=g.inter_node.bandwidth_bytes_per_s * inter))
-    return replace(c, groups=(g2,))
 
 
 @st.composite

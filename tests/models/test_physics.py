@@ -3,14 +3,12 @@ property paired with an explicit example): faster hardware never predicts a slow
 never makes a fitting plan not fit, the breakdowns sum to the totals, every output is finite."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import cluster_dict
+from conftest import cluster_dict, faster
 from parplan.hardware import load_cluster
 from parplan.models.families import cost_model
 from parplan.models.plan_arrays import PlanArrays
@@ -28,17 +26,6 @@ CLUSTERS = {n: load_cluster(cluster_dict(device="h100-sxm-80gb", nodes=n, intra=
             for n in (1, 2, 4)}
 SPACES = {(w, n): build_space(WORKLOADS[w], CLUSTERS[n].n_devices, 8, max_mbs=4) for w in WORKLOADS for n in CLUSTERS}
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def faster(c, flops=1.0, hbm=1.0, intra=1.0, inter=1.0, memory=1.0):
-    g = c.group
-    d = g.device
-    dev = replace(d, peak_flops_per_s={k: v * flops for k, v in d.peak_flops_per_s.items()},
-                  memory_bandwidth_bytes_per_s=d.memory_bandwidth_bytes_per_s * hbm, memory_bytes=d.memory_bytes * memory)
-    g2 = replace(g, device=dev,
-                 intra_node=replace(g.intra_node, bandwidth_bytes_per_s=g.intra_node.bandwidth_bytes_per_s * intra),
-                 inter_node=replace(g.inter_node, bandwidth_bytes_per_s=g.inter_node.bandwidth_bytes_per_s * inter))
-    return replace(c, groups=(g2,))
 
 
 def one(w, c, plan) -> dict:
