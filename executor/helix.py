@@ -71,6 +71,14 @@ class HelixCosts:
     def simulate(self, schedule=None, *, mode="replica", slowdown=None, limit=None, progress=None):
         return simulate_helix(self, schedule, mode=mode, slowdown=slowdown, limit=limit)
 
+    def events(self):
+        """The ``EventEstimate`` of the step (an upper bound of ``build_tasks``' ops: every send counted remote)."""
+        from parplan.executor.budget import EventEstimate
+
+        m, L, p = self.micro_batches, self.layers, self.pp
+        dp = 2 * L if (self.dp_grad_s > 0 or self.dp_param_s > 0) else 0
+        return EventEstimate(ops=4 * m * (L + 1) + dp + p, transfers=2 * m * (L + 1) + dp)
+
 
 def helix_costs(workload, cluster, plan, eff=None):
     """``HelixCosts`` of ``plan`` (validated) from the model's per-op costs, and the model's scalars."""
@@ -243,7 +251,7 @@ def list_schedule(tasks: list) -> np.ndarray:
 def simulate_helix(c: HelixCosts, schedule=None, *, mode="replica", slowdown=None, limit=None):
     """Play one HelixPipe step (one replica: exact by the dense executor's symmetry argument) → ``Schedule``."""
     from parplan.executor.analysis import analyze
-    from parplan.executor.budget import DEFAULT_MAX_EVENTS, EventEstimate, over_event_budget
+    from parplan.executor.budget import DEFAULT_MAX_EVENTS, over_event_budget
     from parplan.executor.engine import Program, run
     from parplan.executor.program import _Built
 
@@ -253,7 +261,7 @@ def simulate_helix(c: HelixCosts, schedule=None, *, mode="replica", slowdown=Non
     if mode == "full":
         raise SpecError("a helix=true plan is simulated as one replica", key="--mode", allowed=["replica", "auto"])
     p, m, L = c.pp, c.micro_batches, c.layers
-    est = EventEstimate(ops=4 * m * (L + 1) + 2 * L + p, transfers=2 * m * (L + 1) + 2 * L)
+    est = c.events()
     limit = DEFAULT_MAX_EVENTS if limit is None else limit
     if est.events > limit:
         raise over_event_budget(est, limit, f"the helix step ({m:,} micro-batches, pp={p}, {L} layers)")

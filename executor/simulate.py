@@ -204,6 +204,8 @@ def plan_events(workload, cluster, plan, *, schedule: str | None = None, replica
 
     validate_plan(workload, cluster, plan)
     costs, _ = model_costs(workload, cluster, plan, eff)
+    if getattr(costs, "own_program", False):  # a schedule with its own ops (HelixPipe): its own count
+        return costs.events()
     schedule = schedule or default_schedule(costs.vpp)
     check_schedule(schedule, costs.pp, costs.vpp, costs.micro_batches, costs.zero)
     return estimate_events(costs, schedule, replicas)

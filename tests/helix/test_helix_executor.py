@@ -93,3 +93,13 @@ def test_event_budget():
     costs, _ = helix_costs(w, c, p)
     with pytest.raises(SpecError, match="budget"):
         simulate_helix(costs, limit=10_000)
+
+
+def test_cli_validate_and_check_on_helix_plans():
+    base = ["llama2-7b", "--hw", "h20-64", "--seq-len", "65536", "--global-batch", "16"]
+    plan = "tp=8,pp=8,mbs=1,recompute=full,sp=true,helix=true"
+    r = CliRunner().invoke(app, ["validate", *base, "--plan", plan])
+    assert r.exit_code == 0, r.output
+    assert "helix=true" in r.output and "0 differ by more than 5 %" in r.output
+    r = CliRunner().invoke(app, ["check", *base, "--plan", plan, "--max-step-time-s", "100"])
+    assert r.exit_code == 0 and "PASS" in r.output
