@@ -142,7 +142,8 @@ def complete_plan(workload: Workload, cluster: Cluster, given: dict, eff: Effici
             raise first_error  # the pins alone make every completion invalid: the plain error says why
         why = f" ({first_error.message})" if first_error is not None else (
             f" ({next(iter(fw_reasons))})" if len(fw_reasons) == 1 else "")
-        raise SpecError(f"no plan with {', '.join(f'{k}={v}' for k, v in given.items())} can run under "
+        pins = ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in given.items())
+        raise SpecError(f"no plan with {pins} can run under "
                         f"{fw.id}{why}", key="plan",
                         hint="change the pinned knobs, or let `parplan suggest` search them")
     if len(plans) == 1:

@@ -100,6 +100,16 @@ BAD += [
     case("plan-simulate-tp-nan", COMMANDS["simulate"][:-1] + ("tp=nan",), wl(W), ("plan.tp",)),
     case("plan-validate-tp-inf", COMMANDS["validate"][:-1] + ("tp=inf",), wl(W), ("plan.tp",)),
     case("plan-check-tp-1e30", ("check", "w.yaml", "--hw", "c.yaml", "--plan", "tp=1e30"), wl(W), ("plan.tp",)),
+    # HelixPipe / RTP knobs: bad values and plans their rules refuse
+    case("plan-helix-maybe", EST[:-1] + ("helix=maybe",), wl(W), ("plan.helix", "true, false")),
+    case("plan-helix-no-pipeline", EST[:-1] + ("tp=1,pp=1,helix=true",), wl(W), ("plan.pp", "pp ≥ 2")),
+    case("plan-helix-with-cp", EST[:-1] + ("pp=2,cp=2,helix=true",), wl(W), ("plan.cp",)),
+    case("plan-helix-selective", EST[:-1] + ("pp=2,recompute=selective,helix=true",), wl(W), ("helix=true", "recompute=selective")),
+    case("plan-helix-moe", EST[:-1] + ("pp=2,helix=true",), wl(MOE), ("plan.helix", "mixture of experts")),
+    case("plan-rotate-zero1", EST[:-1] + ("rotate=true,zero=1",), wl(W), ("plan.rotate", "zero=3")),
+    case("plan-rotate-keep-gathered", EST[:-1] + ("rotate=true,zero=3,reshard=false",), wl(W), ("plan.reshard",)),
+    case("fix-shard-unsearched", ("suggest", "w.yaml", "--hw", "c.yaml", "--fix", "shard=2"), wl(W),
+         ("--fix", "not a search axis")),
 ]
 
 # usage errors from typer/click: exactly one line, exit 2
