@@ -64,8 +64,8 @@ class HelixCosts:
     dp_replicas: int = 1
     devices_per_node: int = 0
     notes: tuple = field(default=())
-    vpp: int = 1
-    own_program: bool = True
+    vpp: int = 1  # what the shared timeline analysis (``analysis.analyze``) reads of any program's costs
+    own_program: bool = True  # simulate_costs / plan_events hand such costs to their own simulate / events
     expert_imbalance: float = 1.0
 
     def simulate(self, schedule=None, *, mode="replica", slowdown=None, limit=None, progress=None):

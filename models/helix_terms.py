@@ -71,24 +71,12 @@ def validate_helix(workload, plan) -> None:
 def kept_bytes(model, c, per_layer_none):
     """Activation bytes one layer keeps per micro-batch until its backward: recompute=full keeps the layer input,
     the attention output and its softmax statistics (recomputation without attention); none keeps what the dense
-    model keeps (``per_layer_none``: Korthikanti et al. 2022 §4 with fused attention)."""
+    model keeps (``per_layer_none``: ``training_memory.layer_bytes_without_scores``, fused attention)."""
     h, q = float(model.hidden), float(model.q_dim)
     tp, T, e, sp = c.tp, c.T, c.e, c.P.sp
     x_keep = e * np.where(sp, T / tp, T) * h  # the layer input (replicated over TP unless sequence-parallel)
     full = x_keep + e * T * q / tp + LSE_BYTES * T * float(model.heads) / tp
     return np.where(c.P.recompute == 2, full, per_layer_none)
-
-
-def layer_activation_bytes(model, c):
-    """Korthikanti et al. 2022 §4 per-layer bytes without recompute, fused attention (no score matrix): the norms'
-    and projections' inputs, Q, K, V, the attention output and the MLP activations — the working set of the layer
-    being recomputed (``training_memory.memory``'s per-layer bytes for recompute=none; a test holds them equal)."""
-    h, q, k, f = float(model.hidden), float(model.q_dim), float(model.kv_dim), float(model.ffn_hidden)
-    nmat = float(model.ffn_matrices)
-    tp, T, e, sp = c.tp, c.T, c.e, c.P.sp
-    repl = (4.0 * e + 2.0 * (1.0 if model.dropout else 0.0)) * T * h
-    split = (e * T * (2.0 * q + 2.0 * k) + (nmat + (1.0 if nmat == 3 else 0.0)) * e * T * f) / tp
-    return np.where(sp, repl / tp, repl) + split
 
 
 def helix_step(model, job, c, d, out: dict) -> dict:
@@ -216,9 +204,10 @@ def helix_memory(model, c, out: dict, mn) -> dict:
     on the last stage, the logits of the last loss — whichever is larger — and there the gradients of the final
     hidden of every micro-batch (the loss backward runs with its forward).  Model states and transients are the
     dense model's for the same plan (first and last stage hold the same layer count)."""
-    from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES
+    from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, \
+        layer_bytes_without_scores
 
-    per_none = layer_activation_bytes(model, c)
+    per_none = layer_bytes_without_scores(model, c.T, c.tp, c.P.sp, c.e)  # fused attention: no scores kept
     k = kept_bytes(model, c, per_none)
     ws = np.where(c.P.recompute == 2, per_none, 0.0)
     dx_last = c.e * np.where(c.P.sp, c.T / c.tp, c.T) * float(model.hidden)

@@ -63,6 +63,18 @@ def last_stage_inflight(S: StageShape):
     return np.where((S.v > 1) & (S.m <= S.pp), S.m, 1.0)
 
 
+def layer_bytes_without_scores(model, T, tp, sp, e):
+    """Activation bytes one layer keeps per micro-batch without recompute, the attention scores aside (Korthikanti
+    et al. 2022 §4): the replicated part (split over TP only with SP) and the TP-split part."""
+    h, q, k, f = float(model.hidden), float(model.q_dim), float(model.kv_dim), float(model.ffn_hidden)
+    nmat = float(model.ffn_matrices)
+    drop_mask = 1.0 if model.dropout else 0.0
+    repl = (4 * e + 2 * drop_mask) * T * h  # LN1 in, QKV in, LN2 in, FC1 in (e bytes each) + 2 dropout masks
+    split = (e * T * (q + k) + e * T * k + e * T * q + (nmat + (1 if nmat == 3 else 0)) * e * T * f) / tp
+    # ^ Q and K for QKᵀ, V, attention output (out-proj input), MLP: gelu in + fc2 in (2f) | swiglu gate,up,fc2 in (3f)
+    return np.where(sp, repl / tp, repl) + split
+
+
 def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, flash: bool,
            extra: dict | None = None) -> dict:
     """Memory parts per device at the heaviest of the first and the last stage (bytes).  ``extra`` (a family's
@@ -73,7 +85,6 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     zero, rc, sp = S.zero, S.rc, S.sp
     h, a = float(model.hidden), float(model.heads)
     q, k, f, V = float(model.q_dim), float(model.kv_dim), float(model.ffn_hidden), float(model.vocab)
-    nmat = float(model.ffn_matrices)
     s = float(job.seq_len)
     mixed = job.precision != "fp32"
     single = pp == 1
@@ -91,16 +102,12 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
         o = params * opt_b / np.where(zero >= 1, zd, 1.0)
         return w, g, o
 
-    # activations per layer per micro-batch: replicated part (not split by TP unless SP) and TP-split part, bytes
     drop_mask = 1.0 if model.dropout else 0.0
-    repl = (4 * e + 2 * drop_mask) * T * h  # LN1 in, QKV in, LN2 in, FC1 in (e bytes each) + 2 dropout masks
-    split = (e * T * (q + k) + e * T * k + e * T * q + (nmat + (1 if nmat == 3 else 0)) * e * T * f) / tp
-    # ^ Q and K for QKᵀ, V, attention output (out-proj input), MLP: gelu in + fc2 in (2f) | swiglu gate,up,fc2 in (3f)
     score = (e + (1 + e) * drop_mask) * a * s * (s / cp) * (T * cp / s) / tp  # softmax out (+ dropout mask, out)
     if flash:
         score = 0.0  # fused attention keeps only the softmax statistics (b·a·s fp32, negligible)
-    per_layer_none = np.where(sp, repl / tp, repl) + split + np.where(cp > 1, 0.0, score)
-    per_layer_sel = np.where(sp, repl / tp, repl) + split
+    per_layer_sel = layer_bytes_without_scores(model, T, tp, sp, e)
+    per_layer_none = per_layer_sel + np.where(cp > 1, 0.0, score)
     per_layer_full = e * np.where(sp, T / tp, T) * h  # only the layer input is kept
     # recompute=modules (Megatron-Core fine-grained): the two norm outputs (QKV and FC1 inputs) are not kept, nor,
     # with MLA, the up-projected Q, K, V (only the compressed latents q_lora + kv_lora + rope are)

@@ -48,7 +48,7 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.models.plan import PLAN_KEYS, RECOMPUTE, parse_plan_values, split_pairs
 from parplan.models.training import PlanArrays
-from parplan.planner.space_axes import (PINNED_KNOBS, SEARCHED_CP_KINDS, UNSEARCHED_KNOBS,  # noqa: F401
+from parplan.planner.space_axes import (PINNED_KNOBS, SEARCHED_CP_KINDS,  # noqa: F401  (re-exported)
                                         _cp_layouts, _pinned_cells, _pinned_rows, check_pins)
 from parplan.workloads.transformer import Workload
 

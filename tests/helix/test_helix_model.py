@@ -15,9 +15,7 @@ from parplan.cli.app import app
 from parplan.errors import SpecError
 from parplan.hardware import load_cluster
 from parplan.models.estimate import validate_plan
-from parplan.models.helix_terms import LSE_BYTES, layer_activation_bytes
-from parplan.models.layer_terms import step_context
-from parplan.models.hardware_context import framework_of, hardware_context
+from parplan.models.helix_terms import LSE_BYTES
 from parplan.models.plan import parse_plan
 from parplan.models.training import TIME_PARTS, PlanArrays, evaluate_workload
 from parplan.models.training_memory import MEMORY_PARTS
@@ -107,15 +105,14 @@ def test_kept_bytes_hand_derived():
     assert r["activations_bytes"] >= m * n * kept
 
 
-def test_layer_bytes_match_the_dense_memory_model():
-    """The per-layer bytes of recompute=none (the working set of a recomputed layer) are training_memory's."""
-    for plan in ("dp=1,tp=8,pp=8,mbs=1,recompute=none,sp=true", "dp=2,tp=4,pp=8,mbs=2,recompute=none,sp=false"):
-        P = PlanArrays.from_plans([parse_plan(plan, 64)])
-        hw = hardware_context(H64.group, W.training.precision, None, framework=framework_of(W))
-        c = step_context(W.training, hw, P)
-        dense = evaluate_workload(W, H64, P)["op_activation_bytes_per_layer"]
-        assert float(np.asarray(layer_activation_bytes(W.model, c)).reshape(-1)[0]) == pytest.approx(
-            float(np.asarray(dense).reshape(-1)[0]), rel=1e-12)
+def test_working_set_is_the_dense_layer_without_recompute():
+    """Under recompute=full the layer being recomputed holds the bytes the dense model keeps per layer without
+    recompute (fused attention)."""
+    for plan in ("dp=1,tp=8,pp=8,mbs=1,recompute=full,sp=true,helix=true",
+                 "dp=2,tp=4,pp=8,mbs=2,recompute=full,sp=false,helix=true"):
+        ws = one(W, H64, plan)["op_helix_working_bytes"]
+        dense = one(W, H64, plan.replace("recompute=full", "recompute=none").replace(",helix=true", ""))
+        assert ws == pytest.approx(dense["op_activation_bytes_per_layer"], rel=1e-12)
 
 
 @st.composite
