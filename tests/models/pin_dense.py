@@ -50,6 +50,7 @@ def compute(case: tuple, plans: list[str]) -> dict:
     from parplan.models.efficiency import efficiency_for
     from parplan.models.plan import parse_plan
     from parplan.models.plan_arrays import PlanArrays
+    from parplan.models.primitives.framework_terms import FrameworkTerms
     from parplan.models.training import evaluate_workload
     from parplan.workloads.loader import load_workload
 
@@ -57,7 +58,8 @@ def compute(case: tuple, plans: list[str]) -> dict:
     w = load_workload(wid, framework=fw, precision=prec, seq_len=s, global_batch=B)
     c = load_cluster(cid)
     P = PlanArrays.from_plans([parse_plan(p, c.n_devices) for p in plans])
-    res = evaluate_workload(w, c, P, efficiency_for(c.group.device))
+    # the kernel-level formulas, without the fitted global terms (a recalibration moves no pin)
+    res = evaluate_workload(w, c, P, efficiency_for(c.group.device).with_terms(FrameworkTerms()))
     return {k: np.broadcast_to(np.asarray(v, dtype=np.float64), (len(plans),)).tolist() for k, v in sorted(res.items())}
 
 
