@@ -72,7 +72,10 @@ def simulated_memory_peak(sched: Schedule) -> float:
     stage = int(round(a["heaviest_memory_stage"]))
     static = sum(a[k] for k in STATIC_PARTS)
     act = sched.devices[stage].peak_activation_bytes
-    return (static + act) * (1.0 + FRAGMENTATION_FRACTION) + a["framework_reserved_bytes"]
+    # the analytical model's fragmentation fraction of the dynamic part (0 under XLA:TPU's compiled buffers)
+    dyn = a["memory_peak_bytes"] - a["fragmentation_bytes"] - a["framework_reserved_bytes"]
+    frag = a["fragmentation_bytes"] / dyn if dyn > 0 else FRAGMENTATION_FRACTION
+    return (static + act) * (1.0 + frag) + a["framework_reserved_bytes"]
 
 
 def agreement(sched: Schedule) -> Agreement:

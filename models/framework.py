@@ -104,6 +104,11 @@ class FrameworkProfile:
     fp8_output_layer: bool = False  # the LM head's GEMMs run in the fp8/MX recipe (else 16-bit)
     selective_recompute: str = "attention-core"  # attention-core | op-sac: what recompute=selective replays
     cp_kinds: tuple[str, ...] = ("ring",)  # context-parallel layouts it launches; the first is its default
+    # memory semantics (``framework_schema.MemoryEntry``)
+    tpu_compiled_buffers: bool = False
+    tpu_reserved_bytes: float = 0.0
+    activations_split_over_tp: bool = False
+    selective_keeps: str = "korthikanti"  # korthikanti | matmul-outputs
 
     def fp8_cast_bytes(self, recipe: Optional[str] = None) -> float:
         """Extra HBM bytes per GEMM input element for the casts of ``recipe`` (default: the framework's)."""
@@ -275,7 +280,10 @@ def profile_from_entry(e: FrameworkFile, file: str = "") -> FrameworkProfile:
         uneven_pp=s.uneven_pp, pp_split=s.pp_split, recompute=tuple(s.recompute), max_mbs=s.max_mbs, rules=rules,
         file=file, etp=s.etp, ep_over=tuple(s.ep_over) or (EP_OVER_DEFAULT if s.ep else ()),
         moe_dispatcher=e.moe_dispatcher, moe_dispatch_fp8=e.moe_dispatch_fp8, fp8_output_layer=f.output_layer_fp8,
-        selective_recompute=e.selective_recompute, cp_kinds=tuple(s.cp_kinds))
+        selective_recompute=e.selective_recompute, cp_kinds=tuple(s.cp_kinds),
+        **({} if e.memory is None else dict(
+            tpu_compiled_buffers=e.memory.tpu_compiled_buffers, tpu_reserved_bytes=float(e.memory.tpu_reserved_bytes),
+            activations_split_over_tp=e.memory.activations_split_over_tp, selective_keeps=e.memory.selective_keeps)))
 
 
 def check_framework_id(ident: str, key: str = "training.framework", file: Optional[str] = None) -> str:

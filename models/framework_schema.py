@@ -149,6 +149,21 @@ class RuleEntry(_Strict):
         return self
 
 
+class MemoryEntry(_Strict):
+    """How the framework's runtime holds activations and buffers (``models/training_memory.py``)."""
+
+    # XLA:TPU assigns every buffer of the step at compile time: no caching allocator, so no fragmentation allowance,
+    # and the runtime keeps ``tpu_reserved_bytes`` of HBM out of the program's reach
+    tpu_compiled_buffers: bool = False
+    tpu_reserved_bytes: float = Field(default=0.0, ge=0.0, le=1e12)
+    # every saved activation is split over the tensor-parallel group (its embed axis is sharded), with or without SP
+    activations_split_over_tp: bool = False
+    # what recompute=selective keeps per layer: Korthikanti et al.'s set without the attention core, or only the
+    # layer input and the weight matmuls' outputs the backward needs (JAX checkpoint_dots_with_no_batch_dims)
+    selective_keeps: Literal["korthikanti", "matmul-outputs"] = "korthikanti"
+    source: str = Field(min_length=8)
+
+
 class FrameworkFile(_Strict):
     id: str
     name: str
@@ -163,6 +178,7 @@ class FrameworkFile(_Strict):
     # what recompute=selective replays in the backward: the attention core (Megatron-Core) or, op-level selective
     # checkpointing, every second matmul's forward and the memory-bound ops (torchtitan's "op" policy)
     selective_recompute: Literal["attention-core", "op-sac"] = "attention-core"
+    memory: Optional[MemoryEntry] = None  # absent: a caching allocator, Korthikanti's activation set
     supports: SupportsEntry
     rules: list[RuleEntry] = Field(default_factory=list)
     notes: Optional[str] = None

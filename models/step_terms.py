@@ -332,7 +332,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
                        reshard=P.reshard, shard=S, n_first=n_first, n_last=n_last,
                        params_first=params_first, params_last=params_last, rotate=None if rot is None else rot.on)
     mem = memory(model, job, shape, hw.memory_capacity_bytes, w_b, e, job.attention == "flash",
-                 extra=(mix.memory_extra(shape, x_first, x_last, c_first, c_last, w_b) if mix.memory_extra else None))
+                 extra=(mix.memory_extra(shape, x_first, x_last, c_first, c_last, w_b) if mix.memory_extra else None),
+                 fw=fw, launches_kernels=hw.launches_kernels)
 
     # per-operation costs that the reference executor plays out (it never re-derives them): one micro-batch on
     # one device, per stage kind; comm as bytes + the link (bandwidth after efficiency, latency) it travels on

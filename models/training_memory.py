@@ -75,14 +75,39 @@ def layer_bytes_without_scores(model, T, tp, sp, e):
     return np.where(sp, repl / tp, repl) + split
 
 
+def allocator_overheads(fw, launches_kernels: bool = True) -> tuple[float, float]:
+    """(fragmentation fraction of the dynamic part, reserved bytes) of the runtime that holds the step's buffers: a
+    caching allocator (CUDA / ROCm: the constants above) or XLA:TPU's compile-time buffer assignment (no allocator
+    to fragment; the framework's ``memory.tpu_reserved_bytes`` that the TPU runtime keeps)."""
+    if fw is not None and getattr(fw, "tpu_compiled_buffers", False) and not launches_kernels:
+        return 0.0, float(fw.tpu_reserved_bytes)
+    return FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES
+
+
+def matmul_output_bytes(model, T, tp, split, e):
+    """Activation bytes one layer keeps under JAX's checkpoint_dots_with_no_batch_dims (MaxText remat_policy
+    'minimal'): the layer input and the outputs of the weight matmuls the backward reads — Q, K and V projections,
+    the output projection (the second norm's input is rebuilt from it) and the MLP's input projections ((n−1)·f:
+    gate + up, or fc1); norms, activations and the attention core (a batched dot) are recomputed."""
+    h, q, k, f = float(model.hidden), float(model.q_dim), float(model.kv_dim), float(model.ffn_hidden)
+    nmat = float(model.ffn_matrices)
+    repl = 2.0 * e * T * h  # layer input + output projection (embed-wide)
+    split_part = e * T * (q + 2.0 * k + (nmat - 1.0) * f) / tp
+    return np.where(split, repl / tp, repl) + split_part
+
+
 def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, flash: bool,
-           extra: dict | None = None) -> dict:
+           extra: dict | None = None, fw=None, launches_kernels: bool = True) -> dict:
     """Memory parts per device at the heaviest of the first and the last stage (bytes).  ``extra`` (a family's
     own terms, e.g. MoE experts): ``states_first``/``states_last`` = (weights, grads, optimizer) bytes added to the
     model states, ``act_first``/``act_last`` added to the activations, ``transient`` added to both stages'
     transients, ``zero3_buffer`` added to the ZeRO-3 gather buffer, ``per_layer`` replacing the per-layer activation bytes reported to the executor."""
     tp, pp, cp, v, m, T, Tsp = S.tp, S.pp, S.cp, S.v, S.m, S.T, S.Tsp
     zero, rc, sp = S.zero, S.rc, S.sp
+    frag_fraction, reserved = allocator_overheads(fw, launches_kernels)
+    if fw is not None and getattr(fw, "activations_split_over_tp", False):
+        # the embed axis of every activation is sharded over TP (MaxText logical_axis_rules 'activation_embed')
+        sp, Tsp = np.ones_like(T, dtype=bool), T / tp
     h, a = float(model.hidden), float(model.heads)
     q, k, f, V = float(model.q_dim), float(model.kv_dim), float(model.ffn_hidden), float(model.vocab)
     s = float(job.seq_len)
@@ -108,6 +133,9 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
         score = 0.0  # fused attention keeps only the softmax statistics (b·a·s fp32, negligible)
     per_layer_sel = layer_bytes_without_scores(model, T, tp, sp, e)
     per_layer_none = per_layer_sel + np.where(cp > 1, 0.0, score)
+    working_set = per_layer_sel  # the layer being recomputed under full recompute holds its whole forward
+    if fw is not None and getattr(fw, "selective_keeps", "korthikanti") == "matmul-outputs":
+        per_layer_sel = matmul_output_bytes(model, T, tp, sp, e)
     per_layer_full = e * np.where(sp, T / tp, T) * h  # only the layer input is kept
     # recompute=modules (Megatron-Core fine-grained): the two norm outputs (QKV and FC1 inputs) are not kept, nor,
     # with MLA, the up-projected Q, K, V (only the compressed latents q_lora + kv_lora + rope are)
@@ -123,7 +151,7 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     inflight, penalty = inflight_factors(S)
     emb_extra = drop_mask * Tsp * h  # embedding dropout mask (its output is layer 0's input, counted per layer)
     act_first = (S.n_first * per_layer * inflight * penalty
-                 + np.where(rc == 2, per_layer_sel, 0.0)  # working set of the layer being recomputed
+                 + np.where(rc == 2, working_set, 0.0)  # working set of the layer being recomputed
                  + inflight * penalty * emb_extra)
     logits = 4.0 * T * h / tp + 4.0 * T * V / tp  # final norm input + fp32 logits for the loss (Korthikanti §4.3)
     act_first = act_first + np.where(single, logits, 0.0)
@@ -131,7 +159,7 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     # first (m ≤ p): then all m micro-batches of the stage, and their loss buffers, are held at once
     last_inflight = last_stage_inflight(S)
     act_last = np.where(single, act_first, last_inflight * (S.n_last * per_layer + logits)
-                        + np.where(rc == 2, per_layer_sel, 0.0))
+                        + np.where(rc == 2, working_set, 0.0))
     transient_first = 2.0 * e * T * f / tp  # the largest single backward buffer (an f-wide activation gradient)
     transient_last = np.maximum(transient_first, e * T * V / tp)  # and the logit gradients
     z3_buf = np.where((zero >= 3) & resh, 2.0 * P_layer * w_b / tp, 0.0)  # prefetched full layers (FSDP)
@@ -154,13 +182,13 @@ def memory(model, job, S: StageShape, capacity: float, w_b: float, e: float, fla
     heavy_last = dyn_last > dyn_first
     pick = lambda first, last: np.where(heavy_last, last, first)  # noqa: E731
     dyn = pick(dyn_first, dyn_last)
-    frag = FRAGMENTATION_FRACTION * dyn
-    peak = dyn + frag + FRAMEWORK_RESERVED_BYTES
+    frag = frag_fraction * dyn
+    peak = dyn + frag + reserved
     out = {
         "params_bytes": pick(wf, wl), "grads_bytes": pick(gf, gl), "optimizer_bytes": pick(of, ol),
         "activations_bytes": pick(act_first, act_last), "zero3_gather_buffer_bytes": z3_buf,
         "transient_bytes": pick(transient_first, transient_last),
-        "framework_reserved_bytes": np.full_like(peak, FRAMEWORK_RESERVED_BYTES), "fragmentation_bytes": frag,
+        "framework_reserved_bytes": np.full_like(peak, reserved), "fragmentation_bytes": frag,
         "memory_peak_bytes": peak, "memory_capacity_bytes": np.full_like(peak, capacity),
         "fits": peak <= capacity, "heaviest_memory_stage": np.where(heavy_last, pp - 1, 0),
         "op_activation_bytes_per_layer": per_layer, "op_activation_bytes_last_stage_extra": logits,

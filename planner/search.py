@@ -28,7 +28,8 @@ from parplan.models.efficiency import Efficiency, efficiency_for
 from parplan.models.families import cost_model
 from parplan.models.hardware_context import HardwareContext, framework_of, hardware_context
 from parplan.models.plan_arrays import PlanArrays
-from parplan.models.training_memory import FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES
+from parplan.models.training_memory import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
+                                            allocator_overheads)
 from parplan.planner.budget import (DEFAULT_MAX_PLANS, DEFAULT_MEMORY_HEADROOM, HEADROOM_HELP, MAX_MBS,  # noqa: F401
                                     check_max_plans, check_number)
 from parplan.planner.search_grid import column_groups, rows_last, take_cols
@@ -109,11 +110,12 @@ def check_cluster(cluster: Cluster) -> None:
                         "homogeneous clusters", key="groups", hint="use a single-group cluster file")
 
 
-def memory_lower_bound(workload: Workload, P: PlanArrays) -> np.ndarray:
+def memory_lower_bound(workload: Workload, P: PlanArrays, hw: HardwareContext | None = None) -> np.ndarray:
     """A cheap lower bound of ``evaluate``'s ``memory_peak_bytes``: the first stage's weights, gradients and
     optimizer states (ZeRO-sharded) plus the ZeRO-3 gather buffer, with fragmentation and the framework reserve —
-    the parts of the first stage's dynamic memory that do not depend on activations.  (tests check bound ≤ peak
-    on whole spaces.)"""
+    the parts of the first stage's dynamic memory that do not depend on activations (fragmentation and reserve of
+    ``hw``'s runtime: ``training_memory.allocator_overheads``; without ``hw``, a caching allocator's).  (tests check
+    bound ≤ peak on whole spaces.)"""
     mdl, job = workload.model, workload.training
     f64 = np.float64
     tp, pp = P.tp.astype(f64), P.pp.astype(f64)
@@ -133,7 +135,9 @@ def memory_lower_bound(workload: Workload, P: PlanArrays) -> np.ndarray:
                  + opt_b / np.where(zero >= 1, zd, 1.0))
     # ZeRO-3's two gathered layers; RTP's two rotating shards (``models/rtp_terms.py``)
     z3 = np.where(zero >= 3, 2.0 * P_layer * e / tp / np.where(P.rotate, zd, 1.0), 0.0)
-    return (1.0 + FRAGMENTATION_FRACTION) * (params_first * per_param + z3) + FRAMEWORK_RESERVED_BYTES
+    frag, reserved = (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES) if hw is None else \
+        allocator_overheads(hw.framework, hw.launches_kernels)
+    return (1.0 + frag) * (params_first * per_param + z3) + reserved
 
 
 def evaluate_plans(workload: Workload, hw: HardwareContext, P: PlanArrays, keys=None, chunk: int = CHUNK,
@@ -237,7 +241,7 @@ def run_search(workload: Workload, cluster: Cluster, options: SearchOptions | No
                         max_plans=options.max_plans if max_plans is None else max_plans)
     n = len(space)
     limit = (1.0 - float(options.memory_headroom)) * hw.memory_capacity_bytes
-    lb = space.cells(memory_lower_bound(workload, space.grid())) if n else np.zeros(0)
+    lb = space.cells(memory_lower_bound(workload, space.grid(), hw)) if n else np.zeros(0)
     keep = ~(lb > limit * (1.0 + 1e-9)) if options.prune else None
     metrics, priced = evaluate_space(workload, hw, space, KEEP, keep=keep, progress=progress)
     if progress is not None and not priced.any():

@@ -147,7 +147,7 @@ def test_suggested_estimates_equal_estimate():
 def test_memory_lower_bound_never_exceeds_peak(case):
     w, c = CASES[case]
     ev = run_search(w, c, SearchOptions(prune=False))
-    lb = memory_lower_bound(w, ev.space.plans)
+    lb = memory_lower_bound(w, ev.space.plans, ev.hw)
     assert np.all(lb <= ev.metrics["memory_peak_bytes"] * (1 + 1e-12))
 
 
