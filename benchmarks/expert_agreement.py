@@ -35,16 +35,22 @@ from parplan.models.plan import PLAN_KEYS, RECOMPUTE, parse_plan  # noqa: E402
 from parplan.planner.search import rank, run_search  # noqa: E402
 
 
-# What each source's framework could run (a plan outside it was not the experts' choice to make):
+# What each source's framework could run at the time (a plan outside it was not the experts' choice to make); each
+# test takes the plan arrays P and the global batch B in sequences:
 FRAMEWORKS = {
     # Korthikanti et al. 2022, Megatron-LM of 2022: no context parallelism, no distributed optimizer (rows: zero=0)
-    "S03": ("Megatron-LM 2022", lambda P: (P.cp == 1) & (P.zero == 0)),
+    "S03": ("Megatron-LM 2022", lambda P, B: (P.cp == 1) & (P.zero == 0)),
     # NeMo 24.07 (Megatron-core): distributed optimizer (zero ≤ 1); no ZeRO-2/3 on that path
-    "S06": ("NeMo 24.07", lambda P: P.zero <= 1),
+    "S06": ("NeMo 24.07", lambda P, B: P.zero <= 1),
     # MosaicML LLM Foundry: PyTorch FSDP FULL_SHARD only (no TP/PP/CP), activation checkpointing on or off
-    "S09": ("LLM Foundry FSDP", lambda P: (P.tp == 1) & (P.pp == 1) & (P.cp == 1) & (P.zero == 3) & (P.recompute != 1)),
+    "S09": ("LLM Foundry FSDP", lambda P, B: (P.tp == 1) & (P.pp == 1) & (P.cp == 1) & (P.zero == 3)
+            & (P.recompute != 1)),
     # BigScience Megatron-DeepSpeed (BLOOM): ZeRO-1, no sequence or context parallelism, full checkpointing or none
-    "S10": ("Megatron-DeepSpeed", lambda P: (P.cp == 1) & (P.zero <= 1) & ~P.sp & (P.recompute != 1)),
+    "S10": ("Megatron-DeepSpeed", lambda P, B: (P.cp == 1) & (P.zero <= 1) & ~P.sp & (P.recompute != 1)),
+    # MaxText at its Dec 2023 commit: no gradient accumulation — one micro-batch per step, mbs = B / (dp·cp·…)
+    # ("We don't support that out of the box", AI-Hypercomputer/maxtext issue #607, 2024-04-22; added by PRs #787 /
+    # #812, 2024-07/08)
+    "S24": ("MaxText Dec 2023", lambda P, B: P.mbs * P.dp == B),
 }
 
 
@@ -88,8 +94,8 @@ def agreement_table(runs) -> pd.DataFrame:
         else:  # fits by the estimate but outside the space or over the headroom limit
             r = int((tps[order] > est.tokens_per_s).sum()) + 1
         # the same ranking restricted to what the source's framework could run
-        fw_name, fw = FRAMEWORKS.get(run.source_id, ("any", lambda P: np.ones(len(P), dtype=bool)))
-        fw_order = rank(ev, candidates=np.flatnonzero(ev.fits & fw(ev.space.plans)))
+        fw_name, fw = FRAMEWORKS.get(run.source_id, ("any", lambda P, B: np.ones(len(P), dtype=bool)))
+        fw_order = rank(ev, candidates=np.flatnonzero(ev.fits & fw(ev.space.plans, w.training.global_batch)))
         r_fw = None if not est.fits else int((tps[fw_order] > est.tokens_per_s * (1 + 1e-12)).sum()) + 1
         fw_best = float(tps[fw_order[0]]) if fw_order.size else float("nan")
         fw_plan = ev.space.plans.plan(int(fw_order[0])) if fw_order.size else None
@@ -107,6 +113,14 @@ def agreement_table(runs) -> pd.DataFrame:
                      "framework_gain_pct": 100.0 * (fw_best / est.tokens_per_s - 1.0),
                      "framework_best_plan": compact(fw_plan) if fw_plan else "—"})
     return pd.DataFrame(rows)
+
+
+def agreement_in_framework(df: pd.DataFrame) -> float:
+    """Share of rows whose published plan ranks in the top 10, or within 5 % of the best, of the plans its source's
+    framework could run (issue target: ≥ 80 %); a plan the model says does not fit counts against."""
+    if not len(df):
+        return 0.0
+    return float((df.fits & ((df["rank_in_framework"] <= 10) | (df.framework_gain_pct <= 5.0))).mean())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,12 +151,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{int((ranked <= 10).sum())}, top 100 in {int((ranked <= 100).sum())}, not fitting by the model in "
               f"{int(df['rank'].isna().sum())}; median predicted gain of the planner's best "
               f"{df.gain_pct.median():.1f} %, largest {df.gain_pct.max():.1f} % ({df.loc[df.gain_pct.idxmax(), 'row_id']})")
-    agree = ((df["rank"] <= 10) | (df.gain_pct <= 5.0)).mean() if len(df) else 0.0
-    con.print(f"published plan in the top 10 or within 5 % of the planner's best: {100 * agree:.0f} % of rows "
-              f"(target ≥ 80 %); planner's claimed gain above 1.1x in {int((df.gain_pct > 10).sum())} rows")
+    agree = (df.fits & ((df["rank"] <= 10) | (df.gain_pct <= 5.0))).mean() if len(df) else 0.0
+    con.print(f"over every plan the workload's framework profile launches today: published plan in the top 10 or "
+              f"within 5 % of the planner's best in {100 * agree:.0f} % of rows; claimed gain above 1.1x in "
+              f"{int((df.gain_pct > 10).sum())} rows")
     fr = df["rank_in_framework"].dropna()
-    con.print(f"within each source's framework: rank 1 in {int((fr == 1).sum())}, top 10 in {int((fr <= 10).sum())}, "
-              f"median predicted gain {df.framework_gain_pct.median():.1f} %")
+    agree_fw = agreement_in_framework(df)
+    con.print(f"within each source's framework as it was then (fw): rank 1 in {int((fr == 1).sum())}, top 10 in "
+              f"{int((fr <= 10).sum())}, median predicted gain {df.framework_gain_pct.median():.1f} %; published plan "
+              f"in the top 10 or within 5 % of the best: {100 * agree_fw:.0f} % of rows (target ≥ 80 %); claimed gain "
+              f"above 1.1x in {int((df.framework_gain_pct > 10).sum())} rows")
     if args.csv:
         df.to_csv(args.csv, index=False)
     return 0
