@@ -68,7 +68,7 @@ class MoEPasses:
     """Builds the passes of MoE virtual stages into ``prog`` for all simulated replicas at once."""
 
     def __init__(self, prog: Program, costs: PipelineCosts, comp: list, names: list, factors: list, R: int,
-                 port_of, zb: bool, full_rc: bool):
+                 port_of, zb: bool, full_rc: bool, etp_port_of=None):
         self.prog, self.costs, self.comp, self.factors, self.R, self.zb = prog, costs, comp, factors, R, zb
         p = costs.pp
         self.p, self.K = p, costs.virtual_stages
@@ -82,6 +82,10 @@ class MoEPasses:
                           for s in range(p) for g, mem in self.members.items()}
         self.hid_stream = [prog.add_stream(f"{names[d]} a2a hidden", d) for d in range(R * p)]
         self.port = [port_of(d) for d in range(R * p)]
+        # the ETP share of every transfer travels within the expert-tensor group (NVLink) where the EP group's port
+        # is another link: each transfer is then played as its EP part on the port and its ETP part on NVLink
+        et = float(getattr(costs, "a2a_etp_s", 0.0) or 0.0)
+        self.etp_port = [etp_port_of(d) if etp_port_of is not None else self.port[d] for d in range(R * p)]
         self.anchors: dict = {}  # compute piece -> hidden transfers that start with it
         c = costs
         a = PRE_DISPATCH_SHARE
@@ -101,6 +105,15 @@ class MoEPasses:
         c_tot = self.cf + self.crc + self.sel + self.cb
         self.rho = hidden / c_tot if c_tot > 0 else 0.0
         self.a = a
+        # per transfer kind (dispatch, combine; combine gradient, dispatch gradient): the ETP fraction of its volume
+        phi_f = tuple(min(et / x, 1.0) if x > 0 else 0.0 for x in vf)
+        phi_b = tuple(min(et / x, 1.0) if x > 0 else 0.0 for x in vb)
+        self.phi = (phi_f[0], phi_f[1], phi_b[0], phi_b[1], phi_f[0], phi_f[1])  # by D, C, CG, DG, RD, RC
+
+    def etp_split(self, code: int, work: float) -> tuple:
+        """A transfer of ``work`` seconds as (EP part, ETP part); the ETP part is 0 where there is no ETP gather."""
+        f = self.phi[a2a_decode(code)[1]]
+        return (work, 0.0) if f <= 0.0 else (work * (1.0 - f), work * f)
 
     # --- the pieces of one pass (unscaled), in program order ------------------------------------------------
     def _extras(self, k: int):
@@ -199,25 +212,34 @@ class MoEPasses:
                         prev_x[r] = -1
                     for code, work in it.hid:
                         if work > 0.0:
-                            h = op(EP_A2A, self.hid_stream[d], work, links=(self.port[d],), mb=j, chunk=ch, part=code)
-                            self.anchors.setdefault(o, []).append(h)
+                            # the all-to-all's part on the EP port, then its ETP gather's on the ETP group's link
+                            w_ep, w_etp = self.etp_split(code, work)
+                            for w_, link in ((w_ep, self.port[d]), (w_etp, self.etp_port[d])):
+                                if w_ > 0.0:
+                                    h = op(EP_A2A, self.hid_stream[d], w_, links=(link,), mb=j, chunk=ch, part=code)
+                                    self.anchors.setdefault(o, []).append(h)
                     if firsts[r][pi] < 0:
                         firsts[r][pi] = o
                     lasts[r][pi] = o
                     prev_c[r] = o
             else:
                 work, code, pi = it
+                w_ep, w_etp = self.etp_split(code, work)
                 for g, mem in self.members.items():
-                    o = op(EP_A2A, self.ep_stream[(s, g)], work, links=tuple(self.port[r * p + s] for r in mem),
+                    o = op(EP_A2A, self.ep_stream[(s, g)], w_ep, links=tuple(self.port[r * p + s] for r in mem),
                            mb=j, chunk=ch, part=code)
+                    o2 = o
+                    if w_etp > 0.0:  # the ETP gather of the received copies, after the all-to-all, on its own link
+                        o2 = op(EP_A2A, self.ep_stream[(s, g)], w_etp,
+                                links=tuple(self.etp_port[r * p + s] for r in mem), mb=j, chunk=ch, part=code)
                     for r in mem:
                         if prev_c[r] >= 0:
                             prog.dep(prev_c[r], o)
                             prev_c[r] = -1
-                        prev_x[r] = o
+                        prev_x[r] = o2
                         if firsts[r][pi] < 0:
                             firsts[r][pi] = o
-                        lasts[r][pi] = o
+                        lasts[r][pi] = o2
         return firsts, lasts
 
     def anchor_hidden(self) -> None:

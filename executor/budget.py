@@ -65,9 +65,9 @@ def _moe_counts(costs, schedule: str, replicas: int):
         for it in _merge(items, n_parts):
             if isinstance(it, _Piece):
                 c += R
-                h += R * sum(1 for _, work in it.hid if work > 0.0)
+                h += R * sum(1 + (moe.etp_split(code, work)[1] > 0.0) for code, work in it.hid if work > 0.0)
             else:
-                x += groups
+                x += groups * (1 + (moe.etp_split(it[1], it[0])[1] > 0.0))
         return c, h, x
 
     out = {}

@@ -67,6 +67,9 @@ class PipelineCosts:
     a2a_bwd_exposed_s: float = 0.0
     a2a_recompute_exposed_s: float = 0.0  # full recompute: the recomputed forward's exposed all-to-all
     ep_ranks: int = 1  # ep × etp: one all-to-all group (consecutive ranks; NVLink port inside a scale-up domain)
+    # the ETP gather / scatter share of every all-to-all transfer above (seconds): it travels within the expert-
+    # tensor group (etp consecutive ranks, inside one scale-up domain: NVLink), not on the EP group's port
+    a2a_etp_s: float = 0.0
     ep_group_replicas: int = 1  # dp replicas one EP group spans (full mode plays their all-to-all jointly)
     expert_imbalance: float = 1.0  # γ = max/mean tokens per EP rank (already in the sizes and the expert compute)
     # --- RTP (``rotate``; 0 / empty otherwise): every layer part plays its shard ring (``executor/rotation.py``) ---

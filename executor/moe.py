@@ -189,6 +189,7 @@ def model_costs(workload, cluster, plan, eff=None) -> tuple[PipelineCosts, dict]
         moe_fwd_s=mf, moe_bwd_s=mb, moe_recompute_s=m_rc, moe_full_recompute=full_rc,
         head_fwd_s=head_f, head_bwd_s=head_b, a2a_fwd_s=a2a_f, a2a_bwd_s=a2a_b, a2a_fwd_exposed_s=e_f,
         a2a_bwd_exposed_s=e_b, a2a_recompute_exposed_s=e_f if full_rc else 0.0, ep_ranks=n_ep,
+        a2a_etp_s=etp_x / 2 if (plan.etp > 1 and scale_up % plan.etp == 0) else 0.0,
         ep_group_replicas=max(1, n_ep // (plan.tp * plan.cp)), expert_imbalance=gamma,
     )
     return costs, r

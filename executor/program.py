@@ -183,7 +183,8 @@ def build_program(costs: PipelineCosts, schedule: str, replicas: int, factors: l
         return nvl[d] if _node(g0, dpn) == _node(g0 + n - 1, dpn) else nic[d]
 
     a2a_on = costs.has_moe and sum(costs.a2a_fwd_s or ()) + sum(costs.a2a_bwd_s or ()) > 0
-    moe = MoEPasses(prog, costs, comp, names, factors, R, ep_port, zb, costs.moe_full_recompute) if a2a_on else None
+    moe = (MoEPasses(prog, costs, comp, names, factors, R, ep_port, zb, costs.moe_full_recompute,
+                     etp_port_of=lambda d: nvl[d]) if a2a_on else None)
     moe_k = [bool(moe is not None and int(costs.moe_layers[k]) > 0) for k in range(K)]
     rtp = None
     if costs.rtp_shards > 1:  # RTP: every layer part plays its shard ring (``executor/rotation.py``)

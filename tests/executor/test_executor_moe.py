@@ -234,3 +234,30 @@ def test_cli_validate_prints_the_all_to_all():
                "--format", "json")
     row = json.loads(j.stdout)["plans"][0]
     assert row["analytical_ep_exposed_s"] == pytest.approx(row["simulated_ep_exposed_s"], rel=1e-6)
+
+
+def test_etp_gathers_travel_on_nvlink_when_the_ep_group_leaves_by_the_nic():
+    """ep·etp = 32 ranks span four DGX nodes, so the all-to-all leaves by the NIC; the ETP gather of the received
+    copies runs within the 8 expert-tensor ranks of one node (the model prices it on NVLink, ``moe_terms``): the
+    executor plays it there, and the NIC carries the all-to-all alone (it used to carry both: −20 % on this plan)."""
+    w, c, plan = setup("mixtral-8x7b", "dgx-h100-64",
+                       "dp=2,tp=8,pp=2,cp=2,ep=4,mbs=4,zero=3,recompute=modules,sp=true,etp=8", framework="megatron-core",
+                       gb=256)
+    costs, r = model_costs(w, c, plan)
+    assert costs.a2a_etp_s == pytest.approx(r["op_moe_etp_gather_s"] / 2) and costs.a2a_etp_s > 0
+    s = simulate_plan(w, c, plan, mode="replica")
+    links = {lk.name: lk for lk in s.links}
+    per_layer_mb = 16 * s.micro_batches  # MoE layers per stage × micro-batches
+    nic_a2a = sum(costs.a2a_fwd_s) + sum(costs.a2a_bwd_s) - 4 * costs.a2a_etp_s
+    assert links["nic stage 0"].a2a_work_s == pytest.approx(per_layer_mb * nic_a2a, rel=1e-6)
+    assert links["nvlink stage 0"].a2a_work_s == pytest.approx(per_layer_mb * 4 * costs.a2a_etp_s, rel=1e-6)
+    assert abs(compare_plan(w, c, plan).step_diff) <= 0.05
+
+
+def test_etp_inside_one_node_stays_on_nvlink():
+    """EP and ETP both inside one node: the all-to-all and its ETP part both travel on NVLink, and the executor still
+    agrees with the model."""
+    w, c, plan = setup("mixtral-8x7b", "dgx-h100-64", "tp=2,ep=4,etp=2,sp=true,pp=2,mbs=1,zero=1,recompute=selective")
+    s = simulate_plan(w, c, plan, mode="replica")
+    assert all(e.track == f"nvlink stage {e.device}" for e in a2a_link_events(s))
+    assert abs(compare_plan(w, c, plan).step_diff) <= 0.05
