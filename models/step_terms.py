@@ -16,7 +16,7 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
-from parplan.models.port_terms import PortStage, dp_slot_work, p2p_shares, port_contention
+from parplan.models.port_terms import PortStage, dp_slot_work, p2p_shares, port_contention, port_floor
 from parplan.models import rtp_terms
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
@@ -287,6 +287,12 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
             dp_on=P.dp * P.cp > 1, dp_span=dp_span, ep_span=ep_span, dpn=dpn)
     # ZeRO-2 bound by its port: what the chain of all-gather and reduce-scatters needs beyond the step so far
     dp_exposed = dp_exposed + np.where((zero == 2) & (P.dp * P.cp > 1), x0(chain2, t_pipe + dp_exposed + port_c), 0.0)
+    # one port, one budget (every family): a link's transfers all happen within the step, so the step is at least
+    # the work of the busiest port — the pipeline sends and the DP collectives that leave a device by the same link
+    # (the NIC where every stage boundary / the DP group crosses nodes, NVLink where it stays in one) — however much
+    # of it the overlap formulas above hid; what they hid beyond that is exposed
+    dp_exposed = dp_exposed + x0(port_floor(P, tp, cp, pp, v, m, dpn, dp_span, p2p_bytes / pp_bw, dp_total),
+                                 t_pipe + dp_exposed + port_c)
     intf = K[0].terms.intf
     dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
     # fp8/MX weights: each layer weight is quantized (+ its transpose for the dgrad GEMM) once per step — TE keeps
