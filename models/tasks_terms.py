@@ -148,6 +148,12 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     grain = d["work_s"] / d["tasks"]
     span_r = np.maximum(np.minimum(d["span_s"], W), np.minimum(grain, W))
     span = ws.span_term(ws.burdened_span(span_r, d["depth"], burden), T, defaults["span_coefficient"])
+    if d.get("levels") is not None:
+        # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
+        # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone)
+        lvl = ws.level_schedule(d["levels"], d["gi"], T) * T / P_eff
+        burden_term = ws.span_term(d["depth"] * burden, T, defaults["span_coefficient"])
+        span = np.where(R_tot == 1, np.maximum(lvl - W / P_eff, 0.0) + burden_term, span)
     rounds = d["rounds"] * np.where(np.asarray(replay) & f["no_iteration_barrier"], 0.0, 1.0)
     barrier = rounds * ws.barrier(f["tree"], v["barrier_c"], T)
     # hybrid MPI: halo exchange by the surface law, allreduce latency

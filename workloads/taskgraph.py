@@ -109,6 +109,10 @@ class DagSummary:
     rounds: np.ndarray  # synchronized rounds (barriers) per iteration
     iterations: int
     producer: str  # "single": one thread creates every task; "recursive": tasks create tasks
+    # per grain (None: not known): one iteration's level-synchronous structure — (widths, task seconds): level l holds
+    # widths[l] independent tasks of task_s[l] each (Brent 1974: a level-by-level greedy schedule on P workers takes
+    # Σ_l ⌈widths[l]/P⌉·task_s[l]); the generated fork-join sorts and block wavefronts have one
+    levels: Optional[tuple] = None
 
     @property
     def grain_s(self) -> np.ndarray:
@@ -212,6 +216,27 @@ def _sort(n: int, unit: float, cutoffs: list[int]) -> tuple:
     return rows, "recursive"
 
 
+def _sort_levels(n: int, unit: float, c: int) -> tuple:
+    """The mergesort's levels: the 2^L leaf sorts (c·log2 c each), then the merges level by level up to the root
+    (2^k merges of n/2^k elements at level k) — their work sums to n·log2 n."""
+    c = max(2, min(c, n))
+    L = int(max(0.0, math.ceil(math.log2(n / c))))
+    widths = [2.0**L] + [2.0**k for k in range(L - 1, -1, -1)]
+    task_s = [c * math.log2(c) * unit] + [n / 2.0**k * unit for k in range(L - 1, -1, -1)]
+    return np.array(widths), np.array(task_s)
+
+
+def _stencil_levels(k: KernelEntry, unit: float, b: int) -> tuple:
+    """A sweep's levels: Gauss-Seidel's anti-diagonals of the nb × nb block grid (width min(d + 1, nb, 2nb − 1 − d)),
+    Jacobi's one level of nb² blocks."""
+    b = max(1, min(b, k.n))
+    nb = math.ceil(k.n / b)
+    if (k.variant or "gauss-seidel") != "gauss-seidel":
+        return np.array([float(nb * nb)]), np.array([b * b * unit])
+    widths = [float(min(d + 1, nb, 2 * nb - 1 - d)) for d in range(2 * nb - 1)]
+    return np.array(widths), np.full(len(widths), b * b * unit)
+
+
 def _stencil(k: KernelEntry, unit: float, blocks: list[int]) -> tuple:
     n, gs = k.n, (k.variant or "gauss-seidel") == "gauss-seidel"
     rows = []
@@ -301,7 +326,12 @@ def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     else:
         rows, prod = _tmfg(k, unit, grains)
     a = np.array(rows, dtype=float).T
-    return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod)
+    levels = None
+    if k.name == "sort":
+        levels = tuple(_sort_levels(k.n, unit, int(g)) for g in grains)
+    elif k.name == "stencil":
+        levels = tuple(_stencil_levels(k, unit, int(g)) for g in grains)
+    return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod, levels)
 
 
 def spec_from_dict(data: Any, file: str | None = None) -> TaskGraphSpec:

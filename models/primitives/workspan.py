@@ -72,3 +72,15 @@ def allreduce_latency(n_ranks, alpha):
     """Latency term of a small-message allreduce (recursive doubling): 2·⌈log2 R⌉·α (0 for one rank)."""
     r = np.asarray(n_ranks, dtype=float)
     return np.where(r <= 1, 0.0, 2.0 * np.ceil(np.log2(np.maximum(r, 1.0))) * alpha)
+
+
+def level_schedule(levels, gi, workers):
+    """A level-by-level greedy schedule (Brent 1974): Σ_l ⌈w_l / P⌉·t_l seconds for level widths w_l and task
+    seconds t_l (``levels[g]`` for grain index g) on P workers, per configuration (``gi`` and ``workers`` broadcast)."""
+    g_b, p_b = np.broadcast_arrays(np.asarray(gi), np.asarray(workers, dtype=float))
+    out = np.zeros(g_b.shape)
+    for g in np.unique(g_b):
+        sel = g_b == g
+        w, ts = levels[int(g)]
+        out[sel] = (np.ceil(w[None, :] / np.maximum(p_b[sel][:, None], 1.0)) * ts[None, :]).sum(axis=1)
+    return out

@@ -123,3 +123,38 @@ def test_c_fib_builds_and_runs(tmp_path, root):
                          timeout=60)
     doc = json.loads(out.stdout)
     assert doc["result"] == 987 and doc["time_s"] > 0
+
+
+def test_level_schedule_hand_derived():
+    """Mergesort of n = 2^21 at cutoff 2^19 on two workers: the 4 leaf sorts (2^19·19 units each) run two at a time,
+    then the 2 merges of 2^20 elements side by side, then the root merge of 2^21 — 2·2^19·19 + 2^20 + 2^21 units
+    (Brent's level-by-level schedule), where T₁/P + (1 − 1/P)·T∞ would add most of a leaf sort again."""
+    from parplan.models.primitives.workspan import level_schedule
+    from parplan.workloads.taskgraph import kernel_summary
+
+    spec = load_taskgraph({"family": "task-graph", "name": "sort", "kernel": {"name": "sort", "n": 1 << 21,
+                                                                             "unit_s": 1.0}, "grain": [1 << 19]})
+    s = kernel_summary(spec.kernel, [1 << 19])
+    widths, task_s = s.levels[0]
+    assert list(widths) == [4.0, 2.0, 1.0] and sum(widths * task_s) == pytest.approx(s.work_s[0])
+    assert float(level_schedule(s.levels, 0, 2.0)) == pytest.approx(2 * 2**19 * 19 + 2**20 + 2**21)
+    assert float(level_schedule(s.levels, 0, 1.0)) == pytest.approx(s.work_s[0])  # one worker: T₁
+    # Gauss-Seidel 4 × 4 blocks: anti-diagonals 1, 2, 3, 4, 3, 2, 1 → on two workers 1+1+2+2+2+1+1 = 10 blocks
+    st = load_taskgraph({"family": "task-graph", "name": "st", "kernel": {"name": "stencil", "n": 1024,
+                                                                          "unit_s": 1.0}, "grain": [256]})
+    ss = st.summary([256])
+    assert float(level_schedule(ss.levels, 0, 2.0)) == pytest.approx(10 * 256 * 256)
+
+
+@pytest.mark.parametrize("kernel,grains", [({"name": "sort", "n": 1 << 20}, [16384, 131072]),
+                                           ({"name": "stencil", "n": 1024, "iterations": 3}, [64, 128])])
+def test_coarse_grain_spans_agree_with_the_executor(kernel, grains):
+    """Where the span binds (coarse sort cutoffs, coarse wavefront blocks) the closed form's level schedule agrees
+    with the work-stealing executor within 20 % (it was 30–130 % above it with Cilkscale's 1.7·T∞ alone).  The level
+    schedule is an upper estimate: a wavefront block may start when its two predecessors end, before its whole
+    anti-diagonal has (the executor plays that; up to +16 % here)."""
+    from parplan.executor.worksteal import agreement
+
+    wl = {"family": "task-graph", "name": "k", "kernel": kernel, "grain": grains}
+    rows = agreement(wl, "epyc-9654-2s", threads=[2, 8], runtimes=["lowsync-ws"])
+    assert rows and all(abs(r["error"]) <= 0.20 for r in rows), rows
