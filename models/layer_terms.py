@@ -221,12 +221,19 @@ def _flash(c: StepContext, hw, flops, skv, hd):
     """Fused attention (Dao 2022/2023, Shah et al. 2024): backward = 2.5× forward FLOPs (recomputes QKᵀ); the
     kernel's efficiency by keys per block (s/c under CP; causal blocks only without CP), on the 16-bit peak."""
     ac = hw.attention
-    P = c.P
-    eff_f = np.where(P.cp > 1, attention_efficiency(skv, hd, False, False, ac),
-                     attention_efficiency(skv, hd, True, False, ac))
-    eff_b = np.where(P.cp > 1, attention_efficiency(skv, hd, False, True, ac),
-                     attention_efficiency(skv, hd, True, True, ac))
-    return flops / (c.peak16 * eff_f) + c.t_k, 2.5 * flops / (c.peak16 * eff_b) + 2 * c.t_k
+    cp = c.P.cp
+    # CP (the load-balanced ring of Megatron-Core / Transformer Engine, AttnFuncWithCPAndKVP2P): a rank holds chunks
+    # r and 2cp−1−r of s/(2cp) tokens; of its 2cp − 1 blocks' worth of work the diagonal step's (one block) runs
+    # causal, the rest are full blocks — kernels over s/(2cp) keys
+    phi = 1.0 / np.maximum(2.0 * cp - 1.0, 1.0)
+    L = np.where(cp > 1, skv / 2.0, skv)
+
+    def inv(backward):
+        causal = 1.0 / attention_efficiency(L, hd, True, backward, ac)
+        full = 1.0 / attention_efficiency(L, hd, False, backward, ac)
+        return np.where(cp > 1, phi * causal + (1.0 - phi) * full, causal)
+
+    return flops * inv(False) / c.peak16 + c.t_k, 2.5 * flops * inv(True) / c.peak16 + 2 * c.t_k
 
 
 def _materialized(model, c: StepContext, hw):
