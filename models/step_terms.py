@@ -291,8 +291,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # the work of the busiest port — the pipeline sends and the DP collectives that leave a device by the same link
     # (the NIC where every stage boundary / the DP group crosses nodes, NVLink where it stays in one) — however much
     # of it the overlap formulas above hid; what they hid beyond that is exposed
-    dp_exposed = dp_exposed + x0(port_floor(P, tp, cp, pp, v, m, dpn, dp_span, p2p_bytes / pp_bw, dp_total),
-                                 t_pipe + dp_exposed + port_c)
+    # (MoE: the experts' DP group may leave by another link than the dense one's; then the DP part is not counted)
+    one_port = True
+    if has_experts:
+        edp_ = np.asarray(mix.edp, dtype=f64)
+        one_port = (edp_ <= 1.0) | ((edp_ > np.asarray(mix.edp_per_node, dtype=f64)) == (dp_span > dpn))
+    dp_exposed = dp_exposed + x0(port_floor(P, tp, cp, pp, v, m, dpn, dp_span, p2p_bytes / pp_bw,
+                                            np.where(one_port, dp_total, 0.0)), t_pipe + dp_exposed + port_c)
     intf = K[0].terms.intf
     dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
     # fp8/MX weights: each layer weight is quantized (+ its transpose for the dgrad GEMM) once per step — TE keeps
