@@ -88,17 +88,22 @@ def p2p_shares(p2p_stage, slots, dp_work, on):
     return [np.where(on, p2p_stage * np.minimum(1.0, w / np.maximum(s, 1e-30)), 0.0) for s, w in zip(slots, dp_work)]
 
 
-def port_floor(P, tp, cp, pp, v, m, dpn, dp_span, send_work, dp_total):
-    """The work of a device's busiest port in one step (seconds), a floor of the step: the pipeline sends — at
-    least (2v − 1)·m per stage, forward to the next stage and backward to the previous (``send_work`` each, the
-    link's share without latency) — and the data-parallel collectives (``dp_total``), each on the NIC or on NVLink.
-    Sends count where every stage boundary is on one kind of link (tp·cp ≥ a node: all cross nodes; the whole
-    pipeline inside a node: none do); elsewhere some boundaries cross and some do not, and the sends are left out."""
+def port_floor(P, tp, cp, pp, v, m, dpn, dp_span, send_work, dp_total, edp=None, edp_per_node=1.0):
+    """The work of a device's busiest port in one step (seconds), a floor of the step — a link's transfers all
+    happen within it: the pipeline sends — at least (2v − 1)·m per stage, forward to the next stage and backward to
+    the previous (``send_work`` each, the link's share without latency) — and the data-parallel collectives
+    (``dp_total``), each on the NIC or on NVLink.  Sends count where every stage boundary is on one kind of link
+    (tp·cp ≥ a node: all cross nodes; the whole pipeline inside a node: none do); elsewhere some boundaries cross and
+    some do not, and the sends are left out.  MoE (``edp``: the experts' DP degree): where the experts' DP group
+    leaves by another link than the dense group's, the DP collectives are left out (they are on two links)."""
     sends = np.where(pp > 1, (2.0 * v - 1.0) * m * send_work, 0.0)
     on_nic = tp * cp >= dpn
     on_nvl = tp * cp * pp <= dpn
     dp_nic = dp_span > dpn
     dp_on = P.dp * P.cp > 1
+    if edp is not None:
+        edp = np.asarray(edp, dtype=float)
+        dp_on = dp_on & ((edp <= 1.0) | ((edp > np.asarray(edp_per_node, dtype=float)) == dp_nic))
     nic = np.where(on_nic, sends, 0.0) + np.where(dp_on & dp_nic, dp_total, 0.0)
     nvl = np.where(on_nvl, sends, 0.0) + np.where(dp_on & ~dp_nic, dp_total, 0.0)
     return np.maximum(nic, nvl)

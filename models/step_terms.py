@@ -287,17 +287,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
             dp_on=P.dp * P.cp > 1, dp_span=dp_span, ep_span=ep_span, dpn=dpn)
     # ZeRO-2 bound by its port: what the chain of all-gather and reduce-scatters needs beyond the step so far
     dp_exposed = dp_exposed + np.where((zero == 2) & (P.dp * P.cp > 1), x0(chain2, t_pipe + dp_exposed + port_c), 0.0)
-    # one port, one budget (every family): a link's transfers all happen within the step, so the step is at least
-    # the work of the busiest port — the pipeline sends and the DP collectives that leave a device by the same link
-    # (the NIC where every stage boundary / the DP group crosses nodes, NVLink where it stays in one) — however much
-    # of it the overlap formulas above hid; what they hid beyond that is exposed
-    # (MoE: the experts' DP group may leave by another link than the dense one's; then the DP part is not counted)
-    one_port = True
-    if has_experts:
-        edp_ = np.asarray(mix.edp, dtype=f64)
-        one_port = (edp_ <= 1.0) | ((edp_ > np.asarray(mix.edp_per_node, dtype=f64)) == (dp_span > dpn))
-    dp_exposed = dp_exposed + x0(port_floor(P, tp, cp, pp, v, m, dpn, dp_span, p2p_bytes / pp_bw,
-                                            np.where(one_port, dp_total, 0.0)), t_pipe + dp_exposed + port_c)
+    # the step holds its busiest port's work, however much the overlap formulas above hid (``port_terms.port_floor``)
+    floor = port_floor(P, tp, cp, pp, v, m, dpn, dp_span, p2p_bytes / pp_bw, dp_total,
+                       edp=mix.edp if has_experts else None, edp_per_node=mix.edp_per_node)
+    dp_exposed = dp_exposed + x0(floor, t_pipe + dp_exposed + port_c)
     intf = K[0].terms.intf
     dp_intf = intf * np.maximum(dp_total - dp_exposed, 0.0)  # the hidden part slows the compute it overlaps
     # fp8/MX weights: each layer weight is quantized (+ its transpose for the dgrad GEMM) once per step — TE keeps

@@ -202,34 +202,33 @@ def _nqueens(n: int, unit: float, depths: list[int]) -> tuple:
     return rows, "recursive"
 
 
-def _sort(n: int, unit: float, cutoffs: list[int]) -> tuple:
-    rows = []
-    for c in cutoffs:
-        c = max(2, min(c, n))
-        levels = max(0.0, math.ceil(math.log2(n / c)))
-        leaves = 2.0**levels
-        work = n * math.log2(n) * unit
-        # a leaf sort, then the serial merges on the path up: n + n/2 + … over the levels above the leaves
-        span = (c * math.log2(c) + 2 * n * (1 - 2.0**-levels)) * unit
-        bytes_ = 16.0 * n * levels  # one read + one write of 8 B per element per merge level above the leaves
-        rows.append((c, work, min(span, work), max(1.0, 2 * (leaves - 1)), 0.0, bytes_, levels + 1, 1))
-    return rows, "recursive"
-
-
 def _sort_levels(n: int, unit: float, c: int) -> tuple:
     """The mergesort's levels: the 2^L leaf sorts (c·log2 c each), then the merges level by level up to the root
     (2^k merges of n/2^k elements at level k) — their work sums to n·log2 n."""
-    c = max(2, min(c, n))
     L = int(max(0.0, math.ceil(math.log2(n / c))))
     widths = [2.0**L] + [2.0**k for k in range(L - 1, -1, -1)]
     task_s = [c * math.log2(c) * unit] + [n / 2.0**k * unit for k in range(L - 1, -1, -1)]
     return np.array(widths), np.array(task_s)
 
 
+def _sort(n: int, unit: float, cutoffs: list[int]) -> tuple:
+    rows, levels = [], []
+    for c in cutoffs:
+        c = max(2, min(c, n))
+        widths, task_s = _sort_levels(n, unit, c)
+        L = len(widths) - 1  # merge levels above the leaves
+        work = n * math.log2(n) * unit
+        # a leaf sort, then the serial merges on the path up: n + n/2 + … over the levels above the leaves
+        span = float(task_s.sum())
+        bytes_ = 16.0 * n * L  # one read + one write of 8 B per element per merge level above the leaves
+        rows.append((c, work, min(span, work), max(1.0, 2 * (widths[0] - 1)), 0.0, bytes_, L + 1, 1))
+        levels.append((widths, task_s))
+    return rows, "recursive", tuple(levels)
+
+
 def _stencil_levels(k: KernelEntry, unit: float, b: int) -> tuple:
     """A sweep's levels: Gauss-Seidel's anti-diagonals of the nb × nb block grid (width min(d + 1, nb, 2nb − 1 − d)),
     Jacobi's one level of nb² blocks."""
-    b = max(1, min(b, k.n))
     nb = math.ceil(k.n / b)
     if (k.variant or "gauss-seidel") != "gauss-seidel":
         return np.array([float(nb * nb)]), np.array([b * b * unit])
@@ -238,17 +237,17 @@ def _stencil_levels(k: KernelEntry, unit: float, b: int) -> tuple:
 
 
 def _stencil(k: KernelEntry, unit: float, blocks: list[int]) -> tuple:
-    n, gs = k.n, (k.variant or "gauss-seidel") == "gauss-seidel"
-    rows = []
+    gs = (k.variant or "gauss-seidel") == "gauss-seidel"
+    rows, levels = [], []
     for b in blocks:
-        b = max(1, min(b, n))
-        nb = math.ceil(n / b)
-        grain = b * b * unit
-        tasks = float(nb * nb)
-        span = (2 * nb - 1) * grain if gs else grain  # Gauss-Seidel: the anti-diagonal wavefront of blocks
+        b = max(1, min(b, k.n))
+        widths, task_s = _stencil_levels(k, unit, b)
+        grain, tasks = b * b * unit, float(widths.sum())
+        span = float(task_s.sum())  # Gauss-Seidel: the anti-diagonal wavefront of blocks; Jacobi: one block
         bytes_ = tasks * (2 * 8.0 * b * b + 4 * 8.0 * b)  # read + write the block, read four halo edges
         rows.append((b, tasks * grain, span, tasks, 5.0 if gs else 1.0, bytes_, 1.0, 1))
-    return rows, "single"
+        levels.append((widths, task_s))
+    return rows, "single", tuple(levels)
 
 
 def _sparselu(k: KernelEntry, unit: float, nbs: list[int]) -> tuple:
@@ -309,6 +308,7 @@ def _tmfg(k: KernelEntry, unit: float, prefixes: list[int]) -> tuple:
 
 def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     unit = k.unit_s or DEFAULT_UNIT_S[k.name]
+    levels = None  # only the generators that know their DAG's levels return them
     if k.name == "fib":
         if k.n > 90:
             raise SpecError(f"fib n = {k.n} is above 90", key="kernel.n")
@@ -316,9 +316,9 @@ def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     elif k.name == "nqueens":
         rows, prod = _nqueens(k.n, unit, grains)
     elif k.name == "sort":
-        rows, prod = _sort(k.n, unit, grains)
+        rows, prod, levels = _sort(k.n, unit, grains)
     elif k.name == "stencil":
-        rows, prod = _stencil(k, unit, grains)
+        rows, prod, levels = _stencil(k, unit, grains)
     elif k.name == "sparselu":
         rows, prod = _sparselu(k, unit, grains)
     elif k.name == "bfs":
@@ -326,11 +326,6 @@ def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     else:
         rows, prod = _tmfg(k, unit, grains)
     a = np.array(rows, dtype=float).T
-    levels = None
-    if k.name == "sort":
-        levels = tuple(_sort_levels(k.n, unit, int(g)) for g in grains)
-    elif k.name == "stencil":
-        levels = tuple(_stencil_levels(k, unit, int(g)) for g in grains)
     return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod, levels)
 
 

@@ -100,11 +100,7 @@ def test_published_maxtext_v5p_run_fits():
     """MaxText's Dec 2023 v5p README ran the 32B model on 64 v5p chips with ici_tensor_parallelism 4, FSDP 16,
     per-device batch 8 and remat_policy minimal (row N065 of the published runs); with Korthikanti's selective set,
     a caching allocator's reserve and no TP split of the embed axis the model priced 285 GiB of 95."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    from published_runs import load_runs
+    from published_runs import load_runs  # benchmarks/ is on the path (tests/conftest.py)
 
     run = next(r for r in load_runs()[0] if r.row_id == "N065")
     est = estimate_plan(run.workload, run.cluster, parse_plan(run.plan_text, run.cluster.n_devices))
