@@ -252,11 +252,11 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     chain2 = chain2 + rep
     # zero 3 with a pipeline: the per-micro-batch exposure and the drain (``zero3_terms``; RTP: ``rtp_terms``)
     dp3, steady3 = zero3_terms(
-        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first, rot and rots[0]),
-        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last, rot and rots[1]),
-        Zero3Stage(ag_m, ag_bm, rs_m, 0.0, wb_m, 0.0, rot and rots[2]), of_=of_, pp=pp, m=m, v=v,
-        n_mid_total=n_mid_total, n_mid_max=n_mid_max, rep=rep, pair_on=None if one_kind else mix.pair_on,
-        rotate=None if rot is None else rot.on)
+        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first, rot and rots[0], n_first, slot_first),
+        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last, rot and rots[1], n_last, slot_last),
+        Zero3Stage(ag_m, ag_bm, rs_m, wf_m, wb_m, f_mid + b_mid, rot and rots[2], n_mid_max, slot_mid), of_=of_,
+        pp=pp, m=m, v=v, n_mid_total=n_mid_total, n_mid_max=n_mid_max, rep=rep, t_max=t_max, bubble=bubble,
+        pair_on=None if one_kind else mix.pair_on, rotate=None if rot is None else rot.on)
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
     dp_total = np.select([zero == 0, zero == 1, zero == 2],
                          [np.maximum(ar_f, ar_l), np.maximum(rs_f + ag_f, rs_l + ag_l) + rep,

@@ -1,0 +1,70 @@
+"""ZeRO-3 in a pipeline (models/zero3_terms.py) on hand-derivable stages: each 1F1B stage at its own period, a
+link-bound first stage hiding its warm-up gathers in the fill, the drain less the two prefetched layers, and the
+interleaved rule unchanged."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from parplan.models.zero3_terms import Zero3Stage, zero3_terms
+
+
+def _stage(ag, wf, wb, slot, layers=4.0):
+    # forward gathers ag, backward gathers ag and reduce-scatters ag (ZeRO-3 re-shards after the forward)
+    return Zero3Stage(ag=ag, ag_b=ag, rs=ag, wf=wf, wb=wb, slot=wf + wb, layers=layers, pipe_slot=slot)
+
+
+def _run(first, last, mid, *, pp=4.0, m=8.0, v=1.0, bubble=0.0):
+    t_max = max(first.pipe_slot, last.pipe_slot, mid.pipe_slot)
+    return zero3_terms(first, last, mid, of_=1.0, pp=np.float64(pp), m=np.float64(m), v=np.float64(v),
+                       n_mid_total=8.0, n_mid_max=4.0, rep=0.0, t_max=t_max, bubble=bubble)
+
+
+def test_each_stage_at_its_own_period():
+    # first: slot 1, exposed 2 (fwd 1 − 0.5 + bwd 2 − 0.5 = 2); last: slot 2.5, nothing exposed; no fill, no drain
+    first = _stage(1.0, 0.5, 0.5, 1.0, layers=2.0)
+    last = _stage(0.1, 1.0, 1.5, 2.5, layers=2.0)
+    mid = _stage(0.1, 0.5, 0.5, 1.0, layers=2.0)
+    dp, per_mb = _run(first, last, mid)
+    # slowest period max(1 + 2, 2.5 + 0) = 3 against the longest slot 2.5: 0.5 per micro-batch, not 2
+    assert float(dp) == pytest.approx(8 * 0.5)
+    assert float(per_mb) == pytest.approx(0.5)
+
+
+def test_warm_up_gathers_hide_in_the_fill_up_to_the_bubble():
+    first = _stage(1.0, 0.5, 0.5, 1.0, layers=2.0)  # period 3, forward exposure 0.5
+    last = _stage(0.1, 0.5, 0.5, 1.0, layers=2.0)  # period 1
+    mid = _stage(0.1, 0.5, 0.5, 1.0, layers=2.0)
+    for bubble, hidden in ((1.0, 1.0), (3.0, 1.5)):  # warm-up exposure (pp − 1)·0.5 = 1.5
+        dp, _ = _run(first, last, mid, bubble=bubble)
+        # step = m·3 + bubble − hidden; dp = step − m·t_max − bubble
+        assert float(dp) == pytest.approx(8 * 3 - hidden - 8 * 1.0)
+
+
+def test_drain_keeps_what_two_buffers_cannot_prefetch():
+    # every stage alike: drain = (Σ of the stages' backward exposures but the worst) · (n_c − 2)/n_c
+    st = _stage(1.0, 2.0, 1.0, 3.0, layers=8.0)  # backward exposure 2 − 1 = 1, forward hidden
+    dp, _ = _run(st, st, st, pp=4.0, m=8.0)
+    n_mid_total, n_mid_max = 8.0, 4.0
+    drain = (1 + 1 + 1 * n_mid_total / n_mid_max - 1) * (8 - 2) / 8
+    assert float(dp) == pytest.approx(8 * 1.0 + drain)
+
+
+def test_interleaved_counts_the_worst_exposure_on_every_slot():
+    first = _stage(1.0, 0.5, 0.5, 1.0, layers=2.0)
+    last = _stage(0.1, 1.0, 1.5, 2.5, layers=2.0)
+    mid = _stage(0.1, 0.5, 0.5, 1.0, layers=2.0)
+    dp, per_mb = _run(first, last, mid, v=2.0)
+    assert float(per_mb) == pytest.approx(2.0)  # the first stage's exposure, as before
+    assert float(dp) == pytest.approx(8 * 2.0)  # one layer per chunk: both prefetched, no drain
+
+
+def test_faster_links_never_lengthen_the_step():
+    for scale in (1.0, 0.8, 0.5, 0.25):
+        first = _stage(1.0 * scale, 0.5, 0.5, 1.0, layers=6.0)
+        last = _stage(0.4 * scale, 1.0, 1.5, 2.5, layers=6.0)
+        mid = _stage(0.6 * scale, 0.5, 0.5, 1.0, layers=6.0)
+        dp, _ = _run(first, last, mid, bubble=2.0)
+        if scale < 1.0:
+            assert float(dp) <= prev + 1e-12
+        prev = float(dp)
