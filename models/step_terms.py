@@ -223,11 +223,11 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     gath = np.maximum(gather_exposure(ag_f, f_first, v, warm, op_), gather_exposure(ag_l, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = red_x(rs_f, rs_l) + gath + rep
-    # ZeRO-2: the layers' buckets are sent behind their own backward; the embedding's (first stage) and the output
-    # projection's (last stage) gradients come last and their reduce-scatter runs behind the op that follows —
-    # exposed once, at the end of the step, not per micro-batch
-    # (per micro-batch: the layers' share hides in the backward, the whole by the end of the forward that follows)
-    tail_f, tail_l = (rs_f - rs_fx) * (1 - lay_f), (rs_l - rs_lx) * (1 - lay_l)
+    # ZeRO-2: the layers' buckets are sent behind their own backward; the embedding's gradient (first stage) comes
+    # last and its reduce-scatter runs behind the op that follows — exposed once, at the end of the step, not per
+    # micro-batch (per micro-batch it hides by the end of the forward that follows).  The output projection (last
+    # stage) is the first op of the backward: its bucket is in every micro-batch's stream, ahead of the layers'
+    tail_f = (rs_f - rs_fx) * (1 - lay_f)
     # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain.  (MoE) where
     # the all-to-all and the DP collectives leave by the same port (``port_c`` below), a stage's reduce-scatters
     # run beside its all-to-all volume, at up to half their rate: dispatch + 3 combines' worth (``nic_a2a``) per
@@ -244,11 +244,11 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     wf_m = f_mid if one_kind else f_mid - over(c_mid, lambda k: k.terms.ep_fwd_pair)
     grow2, steady2, chain2 = zero2_terms(
         Zero2Stage(slot_first, rs_f, rs2[0] - tail_f, wb_f, wf_f, ag_f, n_first),
-        Zero2Stage(slot_last, rs_l, rs2[1] - tail_l, wb_l, wf_l, ag_l, n_last),
+        Zero2Stage(slot_last, rs_l, rs2[1], wb_l, wf_l, ag_l, n_last),
         Zero2Stage(slot_mid, rs_m, rs2[2], wb_m, wf_m, ag_m, n_mid_max),
         og=og, v=v, m=m, pp=pp, warm=warm, sum_slots=sum_slots, t_pipe=t_pipe, n_mid_total=n_mid_total,
         n_mid_max=n_mid_max)
-    dp2 = grow2 + np.maximum(tail_f, tail_l) * np.where(og > 0, 1.0, 0.0) + gath + rep
+    dp2 = grow2 + tail_f * np.where(og > 0, 1.0, 0.0) + gath + rep
     chain2 = chain2 + rep
     # zero 3 with a pipeline: the per-micro-batch exposure and the drain (``zero3_terms``; RTP: ``rtp_terms``)
     dp3, steady3 = zero3_terms(
