@@ -88,6 +88,26 @@ def p2p_shares(p2p_stage, slots, dp_work, on):
     return [np.where(on, p2p_stage * np.minimum(1.0, w / np.maximum(s, 1e-30)), 0.0) for s, w in zip(slots, dp_work)]
 
 
+def coincident_shares(shares, p2p, v, zero, on, stages):
+    """``shares`` (``p2p_shares``: the sends beside the DP flow's average share of the slot) or, where larger, the
+    seconds each stage's pipeline sends gain per micro-batch from the DP collectives that leave the same NIC at the
+    same instant (``on``: as for ``p2p_shares``; ``stages``: (ag, ag_b, rs, layers) per micro-batch of each
+    stage).  The two gather buffers release a layer's ZeRO-3 gather when the layer two back ends, and a layer's
+    ZeRO-2/3 bucket goes out after its backward, so at every chunk boundary the send of the chunk's output starts
+    beside one layer's collectives: a forward send beside a gather (ZeRO-3), a backward send beside a
+    reduce-scatter (+ the backward gather, ZeRO-3).  Two flows fairly sharing a link: the send takes p2p + min(p2p,
+    the collective's work) (both at half rate until the shorter ends; derived).  v forward and v backward sends per
+    micro-batch; RTP plans (no gathers) and ZeRO 0/1 gain nothing."""
+    z3, z2 = zero == 3, zero == 2
+    out = []
+    for sh, (ag, ag_b, rs, layers) in zip(shares, stages):
+        n = np.maximum(layers, 1.0)
+        fwd = np.where(z3, ag / n, 0.0)
+        bwd = np.where(z3, (ag_b + rs) / n, np.where(z2, rs / n, 0.0))
+        out.append(np.maximum(sh, np.where(on, v * (np.minimum(p2p, fwd) + np.minimum(p2p, bwd)), 0.0)))
+    return out
+
+
 def port_floor(P, tp, cp, pp, v, m, dpn, dp_span, send_work, dp_total, edp=None, edp_per_node=1.0):
     """The work of a device's busiest port in one step (seconds), a floor of the step — a link's transfers all
     happen within it: the pipeline sends — at least (2v − 1)·m per stage, forward to the next stage and backward to

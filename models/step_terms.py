@@ -16,7 +16,8 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
-from parplan.models.port_terms import PortStage, dp_slot_work, p2p_shares, port_contention, port_floor
+from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, p2p_shares, port_contention,
+                                      port_floor)
 from parplan.models import rtp_terms
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
@@ -201,16 +202,18 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # (``port_terms.p2p_shares``): every boundary crosses nodes where a stage spans them (tp·cp ≥ node)
     dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
     nic_both = (pp > 1) & (tp * cp >= dpn) & (dp_span > dpn) & (P.dp * P.cp > 1)
-    ag_bf = np.where(P.reshard, ag_f, 0.0)  # ZeRO-3's backward gathers (re-sharded after the forward)
-    ag_bl = np.where(P.reshard, ag_l, 0.0)
-    ag_bm = np.where(P.reshard, ag_m, 0.0)
+    # ZeRO-3's backward gathers (re-sharded after the forward)
+    ag_bf, ag_bl, ag_bm = (np.where(P.reshard, a_, 0.0) for a_ in (ag_f, ag_l, ag_m))
     if rot is not None:  # RTP: the shard rotations replace ZeRO-3's gathers and reduce-scatters (``rtp_terms``)
         rots, (ag_f, ag_bf, rs_f), (ag_l, ag_bl, rs_l), (ag_m, ag_bm, rs_m) = rtp_terms.stage_collectives(
             hw, rot, ((params_first, n_first, ag_f, ag_bf, rs_f), (params_last, n_last, ag_l, ag_bl, rs_l),
                       (params_mid, n_mid_max, ag_m, ag_bm, rs_m)), w_b, g_red, tp * cp * pp * S, rc)
     dp_slot = [dp_slot_work(zero, r_, a_, b_) for r_, a_, b_ in ((rs_f, ag_f, ag_bf), (rs_l, ag_l, ag_bl),
                                                                    (rs_m, ag_m, ag_bm))]
-    sh_f, sh_l, sh_m = p2p_shares(p2p_stage, (slot_first, slot_last, slot_mid), dp_slot, nic_both)
+    sh_f, sh_l, sh_m = coincident_shares(p2p_shares(p2p_stage, (slot_first, slot_last, slot_mid), dp_slot, nic_both),
+                                         p2p, v, zero if rot is None else np.where(rot.on, 0, zero), nic_both,
+                                         ((ag_f, ag_bf, rs_f, n_first), (ag_l, ag_bl, rs_l, n_last),
+                                          (ag_m, ag_bm, rs_m, n_mid_max)))
     slot_first, slot_last = slot_first + sh_f, slot_last + np.where(single, 0.0, sh_l)
     slot_mid = np.where(pp > 2, slot_mid + sh_m, 0.0)
     sum_slots = np.where(single, slot_first,
@@ -223,10 +226,9 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     gath = np.maximum(gather_exposure(ag_f, f_first, v, warm, op_), gather_exposure(ag_l, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = red_x(rs_f, rs_l) + gath + rep
-    # ZeRO-2: the layers' buckets are sent behind their own backward; the embedding's gradient (first stage) comes
-    # last and its reduce-scatter runs behind the op that follows — exposed once, at the end of the step, not per
-    # micro-batch (per micro-batch it hides by the end of the forward that follows).  The output projection (last
-    # stage) is the first op of the backward: its bucket is in every micro-batch's stream, ahead of the layers'
+    # ZeRO-2: the layers' buckets go behind their own backward; the embedding's gradient (first stage) comes last,
+    # its reduce-scatter behind the op that follows — exposed once, at the end of the step; the output projection
+    # (last stage) is the backward's first op: its bucket is in every micro-batch's stream, ahead of the layers'
     tail_f = (rs_f - rs_fx) * (1 - lay_f)
     # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain.  (MoE) where
     # the all-to-all and the DP collectives leave by the same port (``port_c`` below), a stage's reduce-scatters

@@ -68,3 +68,23 @@ def test_faster_links_never_lengthen_the_step():
         if scale < 1.0:
             assert float(dp) <= prev + 1e-12
         prev = float(dp)
+
+
+def test_sends_beside_the_collectives_their_chunk_boundary_releases():
+    from parplan.models.port_terms import coincident_shares
+
+    on = np.array([True])
+    # ZeRO-3, 4 layers, v = 2: per send, a forward gather of ag/4 = 0.5 and a backward gather + reduce-scatter of
+    # (2 + 2)/4 = 1.0 beside sends of 0.8: each pair adds min(0.8, 0.5) + min(0.8, 1.0) = 1.3, twice (v = 2)
+    (sh,) = coincident_shares([np.array([0.1])], 0.8, 2.0, np.array([3]), on, [(2.0, 2.0, 2.0, 4.0)])
+    assert float(sh[0]) == pytest.approx(2 * (0.5 + 0.8))
+    # ZeRO-2: only the backward send meets a reduce-scatter; the average-share estimate wins where larger
+    (sh,) = coincident_shares([np.array([1.0])], 0.8, 2.0, np.array([2]), on, [(2.0, 0.0, 2.0, 4.0)])
+    assert float(sh[0]) == pytest.approx(1.0)
+    (sh,) = coincident_shares([np.array([0.1])], 0.8, 2.0, np.array([2]), on, [(2.0, 0.0, 2.0, 4.0)])
+    assert float(sh[0]) == pytest.approx(2 * 0.5)
+    # ZeRO 0/1 and sends on another link: nothing beyond the average share
+    (sh,) = coincident_shares([np.array([0.1])], 0.8, 2.0, np.array([1]), on, [(2.0, 2.0, 2.0, 4.0)])
+    assert float(sh[0]) == pytest.approx(0.1)
+    (sh,) = coincident_shares([np.array([0.1])], 0.8, 2.0, np.array([3]), np.array([False]), [(2.0, 2.0, 2.0, 4.0)])
+    assert float(sh[0]) == pytest.approx(0.1)
