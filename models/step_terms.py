@@ -233,7 +233,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain.  (MoE) where
     # the all-to-all and the DP collectives leave by the same port (``port_c`` below), a stage's reduce-scatters
     # run beside its all-to-all volume, at up to half their rate: dispatch + 3 combines' worth (``nic_a2a``) per
-    # micro-batch, half of it again where full recompute replays the forward's dispatch and combine
+    # micro-batch, half of it again where full recompute replays the forward's dispatch and combine (the output
+    # projection's bucket, sent first, leaves before any of the last stage's all-to-alls)
     share = np.zeros_like(dp, dtype=bool)
     rs2 = [rs_f, rs_l, rs_m]
     if not one_kind:
@@ -241,8 +242,9 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         share = (((dp_span <= dpn) == (ep_span <= dpn)) & (P.dp * P.cp > 1) & (ep_span > 1)
                  & ~np.asarray(mix.pair_on, dtype=bool))
         replay = np.where(rc == 2, 1.5, 1.0)
-        rs2 = [r_ + np.minimum(r_, np.where(share, over(cs, lambda k: k.terms.nic_a2a), 0.0) * replay)
-               for r_, cs in zip(rs2, (c_first, c_last, c_mid))]
+        head_l = (rs_l - rs_lx) * (1 - lay_l)
+        rs2 = [r_ + np.minimum(r_ - h_, np.where(share, over(cs, lambda k: k.terms.nic_a2a), 0.0) * replay)
+               for r_, h_, cs in zip(rs2, (0.0, head_l, 0.0), (c_first, c_last, c_mid))]
     wf_m = f_mid if one_kind else f_mid - over(c_mid, lambda k: k.terms.ep_fwd_pair)
     grow2, steady2, chain2 = zero2_terms(
         Zero2Stage(slot_first, rs_f, rs2[0] - tail_f, wb_f, wf_f, ag_f, n_first),
