@@ -108,6 +108,17 @@ def coincident_shares(shares, p2p, v, zero, on, stages):
     return out
 
 
+def rs_beside_a2a(rs, heads, counts, over, share, rc):
+    """ZeRO-2's per-micro-batch reduce-scatters of each stage (first, last, middle) as they run where they leave by
+    the all-to-all's port (``share``): beside the stage's all-to-all volume at up to half their rate — dispatch + 3
+    combines' worth (``nic_a2a``) per micro-batch, half of it again where full recompute replays the forward's
+    dispatch and combine.  ``heads``: each stage's output-projection bucket, sent first in the backward, which
+    leaves before any of the stage's all-to-alls and is not slowed."""
+    replay = np.where(rc == 2, 1.5, 1.0)
+    return [r_ + np.minimum(r_ - h_, np.where(share, over(cs, lambda k: k.terms.nic_a2a), 0.0) * replay)
+            for r_, h_, cs in zip(rs, heads, counts)]
+
+
 def port_floor(P, tp, cp, pp, v, m, dpn, dp_span, send_work, dp_total, edp=None, edp_per_node=1.0):
     """The work of a device's busiest port in one step (seconds), a floor of the step — a link's transfers all
     happen within it: the pipeline sends — at least (2v − 1)·m per stage, forward to the next stage and backward to

@@ -17,7 +17,7 @@ from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, p2p_shares, port_contention,
-                                      port_floor)
+                                      port_floor, rs_beside_a2a)
 from parplan.models import rtp_terms
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
@@ -229,22 +229,17 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # ZeRO-2: the layers' buckets go behind their own backward; the embedding's gradient (first stage) comes last,
     # its reduce-scatter behind the op that follows — exposed once, at the end of the step; the output projection
     # (last stage) is the backward's first op: its bucket is in every micro-batch's stream, ahead of the layers'
-    tail_f = (rs_f - rs_fx) * (1 - lay_f)
-    # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain.  (MoE) where
-    # the all-to-all and the DP collectives leave by the same port (``port_c`` below), a stage's reduce-scatters
-    # run beside its all-to-all volume, at up to half their rate: dispatch + 3 combines' worth (``nic_a2a``) per
-    # micro-batch, half of it again where full recompute replays the forward's dispatch and combine (the output
-    # projection's bucket, sent first, leaves before any of the last stage's all-to-alls)
+    tail_f, head_l = (rs_f - rs_fx) * (1 - lay_f), (rs_l - rs_lx) * (1 - lay_l)
+    # ZeRO-2 (``zero2_terms``): the stretched pipeline of the two-bucket backward, and the port chain; (MoE) where
+    # the all-to-all and the DP collectives leave by the same port (``port_c`` below), the reduce-scatters run
+    # beside the all-to-all volume (``port_terms.rs_beside_a2a``)
     share = np.zeros_like(dp, dtype=bool)
     rs2 = [rs_f, rs_l, rs_m]
     if not one_kind:
         ep_span = np.asarray(mix.ep_ranks, dtype=f64)
         share = (((dp_span <= dpn) == (ep_span <= dpn)) & (P.dp * P.cp > 1) & (ep_span > 1)
                  & ~np.asarray(mix.pair_on, dtype=bool))
-        replay = np.where(rc == 2, 1.5, 1.0)
-        head_l = (rs_l - rs_lx) * (1 - lay_l)
-        rs2 = [r_ + np.minimum(r_ - h_, np.where(share, over(cs, lambda k: k.terms.nic_a2a), 0.0) * replay)
-               for r_, h_, cs in zip(rs2, (0.0, head_l, 0.0), (c_first, c_last, c_mid))]
+        rs2 = rs_beside_a2a(rs2, (0.0, head_l, 0.0), (c_first, c_last, c_mid), over, share, rc)
     wf_m = f_mid if one_kind else f_mid - over(c_mid, lambda k: k.terms.ep_fwd_pair)
     grow2, steady2, chain2 = zero2_terms(
         Zero2Stage(slot_first, rs_f, rs2[0] - tail_f, wb_f, wf_f, ag_f, n_first),
