@@ -1,6 +1,6 @@
 """The task graphs the work-stealing executor (``executor/worksteal.py``) plays, from a workload's DAG summary at a
 plan's grain: fib's real call tree, n-queens' level tree cut at the cutoff depth, mergesort's tree with its merges,
-a layered DAG for single producers, a balanced binary spawn tree for recursive ones.  Each builder returns per-task
+the Gauss-Seidel stencil's block wavefront, a layered DAG for other single producers, a balanced binary spawn tree for recursive ones.  Each builder returns per-task
 work and children (trees) or predecessors (layers); graphs above ``max_tasks`` are refused."""
 from __future__ import annotations
 
@@ -122,6 +122,14 @@ def _layers(n_tasks: int, layers: int, deps: int, grain: float):
     return [grain] * (layers * width), preds
 
 
+def _wavefront(nb: int, grain: float):
+    """One Gauss-Seidel sweep over an nb × nb block grid, in the producer's row-major creation order
+    (hardware/cpu_kernels/stencil.c): block (i, j) waits for (i − 1, j) and (i, j − 1), the blocks it reads updated."""
+    preds = [tuple(x for x in ((i - 1) * nb + j if i else -1, i * nb + j - 1 if j else -1) if x >= 0)
+             for i in range(nb) for j in range(nb)]
+    return [grain] * (nb * nb), preds
+
+
 def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
     s = spec.summary()
     N = s.tasks[gi] / ranks_total
@@ -144,6 +152,9 @@ def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
         work, kids, join, jbytes = _sort_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["sort"], ranks_total)
         return "tree", work, kids, [0.0] * len(work), (join, jbytes)
     byte_per_task = s.bytes[gi] / s.tasks[gi]
+    if k is not None and k.name == "stencil" and (k.variant or "gauss-seidel") == "gauss-seidel" and ranks_total == 1:
+        work, preds = _wavefront(math.ceil(k.n / int(s.grain[gi])), grain)
+        return "layers", work, preds, [byte_per_task] * len(work), None
     if s.producer == "single":
         layers = int(round(min(s.span_s[gi], s.work_s[gi] / ranks_total) / grain))
         work, preds = _layers(int(round(N)), layers, int(s.deps[gi]), grain)

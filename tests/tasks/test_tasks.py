@@ -158,3 +158,20 @@ def test_coarse_grain_spans_agree_with_the_executor(kernel, grains):
     wl = {"family": "task-graph", "name": "k", "kernel": kernel, "grain": grains}
     rows = agreement(wl, "epyc-9654-2s", threads=[2, 8], runtimes=["lowsync-ws"])
     assert rows and all(abs(r["error"]) <= 0.20 for r in rows), rows
+
+
+def test_executor_plays_the_gauss_seidel_wavefront():
+    """The executor's stencil DAG is the block wavefront itself (block (i, j) after (i − 1, j) and (i, j − 1), in
+    stencil.c's row-major creation order); Jacobi's independent blocks keep the layered DAG of one layer."""
+    from parplan.executor.worksteal_graphs import _wavefront, build_graph
+
+    work, preds = _wavefront(3, 2.0)
+    assert work == [2.0] * 9
+    assert preds == [(), (0,), (1,), (0,), (1, 3), (2, 4), (3,), (4, 6), (5, 7)]
+    gs = load_taskgraph({"family": "task-graph", "name": "gs", "kernel": {"name": "stencil", "n": 1024}, "grain": [256]})
+    kind, work, preds, _, _ = build_graph(gs, 0, 1, 10_000)
+    assert kind == "layers" and len(work) == 16 and preds[5] == (1, 4)
+    jac = load_taskgraph({"family": "task-graph", "name": "j", "kernel": {"name": "stencil", "n": 1024,
+                                                                          "variant": "jacobi"}, "grain": [256]})
+    kind, work, preds, _, _ = build_graph(jac, 0, 1, 10_000)
+    assert len(work) == 16 and all(p == () for p in preds)
