@@ -7,7 +7,8 @@ Per iteration and MPI rank (ANCHORS.md Part B §1.3's overhead-augmented work/sp
 * ``memory_s``        = max(0, bytes_r/BW − compute_s): the bandwidth roofline's excess, BW the NUMA harmonic mix;
 * ``task_overhead_s`` = N_r·(create + d·dep + sched)/P_eff — a single producer's creations occupy a worker too;
 * ``contention_s``    = max(0, serial − work path): serial = N_r·(s_lock(P) + d·dep_s1·(P − 1)) (+ the single
-                        producer's creation, serialized on it);
+                        producer's creation, serialized on it), or N_r through the lock when every worker holds it
+                        per task beside its own work (approximate MVA of the closed network, ``lock_throughput``);
 * ``span_s``          = (1 − 1/P)·1.7·(T∞_r + depth·burden), burden = steal (+ remote latency, + CAS/fence per
                         level for private-deque stealing);
 * ``barrier_s``       = rounds·barrier(P);
@@ -67,7 +68,7 @@ class Profiles:
 
 def profiles(names: "list[str] | None" = None, socket=None) -> Profiles:
     """The profiles of ``names`` (all when None); a calibrated socket (``task_overhead``/``task_contention`` measured
-    with ``task_runtime``) replaces that runtime's create+sched and contention slope with the measurement."""
+    with ``task_runtime``) replaces that runtime's create+sched+s_lock(1) and contention slope with the measurement."""
     cat, _ = runtime_catalog()
     names = list(names) if names is not None else list(cat)
     for n in names:
@@ -84,8 +85,12 @@ def profiles(names: "list[str] | None" = None, socket=None) -> Profiles:
         for i, n in enumerate(names):
             if n == measured or cat[n].get("base") == measured:
                 share = vals["create"][i] / max(vals["create"][i] + vals["sched"][i], 1e-30)
-                vals["create"][i] = socket.task_overhead_s * share
-                vals["sched"][i] = socket.task_overhead_s * (1 - share)
+                # the one-thread per-task cost measured holds the uncontended lock too: o₁ = create + sched + s_lock(1)
+                # (at most half of it under the lock: assumed where the catalog's s0 exceeds that)
+                vals["lock_s0"][i] = min(vals["lock_s0"][i], 0.5 * socket.task_overhead_s)
+                rest = socket.task_overhead_s - vals["lock_s0"][i]
+                vals["create"][i] = rest * share
+                vals["sched"][i] = rest * (1 - share)
                 if socket.task_contention_s is not None and socket.cores > 1:
                     vals["lock_s1"][i] = max(0.0, socket.task_contention_s - vals["lock_s0"][i]) / (socket.cores - 1)
                 if socket.task_dependence_s is not None:
@@ -142,7 +147,10 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     overhead = N * (per_task + steal_each + create) / P_eff
     serial = N * lock + np.where(single, N * create, 0.0)
     work_path = compute + memory + overhead
-    contention = np.maximum(0.0, serial - work_path)
+    # each worker's own dispatches hold the lock on its path, and wait for the others' there: N tasks through the
+    # lock at the closed network's throughput (workers alternate work_path·T/N outside it and s_lock(P) inside)
+    through_lock = N / np.maximum(ws.lock_throughput(lock, work_path * T / np.maximum(N, 1e-30), T), 1e-300)
+    contention = np.maximum(0.0, np.maximum(serial, np.where(N > 0, through_lock, 0.0)) - work_path)
     burden = v["steal"] + np.where(s_r > 1, m.remote_latency_s * r, 0.0)
     burden = burden + np.where(f["sync_per_level"], cas + fence, 0.0)
     grain = d["work_s"] / d["tasks"]

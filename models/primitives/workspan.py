@@ -47,6 +47,18 @@ def lock_law(s0, s1, p):
     return np.asarray(s0) + np.asarray(s1) * (np.asarray(p, dtype=float) - 1.0)
 
 
+def lock_throughput(hold, think, p):
+    """Tasks per second through a team-wide lock held ``hold`` s per task by ``p`` workers that each spend ``think``
+    s per task outside it: the closed queueing network of one FCFS station and a delay station, by Schweitzer's
+    approximate mean-value analysis (Schweitzer 1979; Reiser & Lavenberg, JACM 27(2) 1980) — R = S·(1 + Q·(P − 1)/P),
+    X = P/(R + Z), Q = X·R, solved in closed form: X = 2P / (SP + Z + √((SP + Z)² − 4·S·Z·(P − 1))).  It is exact at
+    P = 1 (1/(S + Z)) and tends to both bounds, 1/S (the lock saturated) and P/Z (no lock)."""
+    S, Z = np.asarray(hold, dtype=float), np.asarray(think, dtype=float)
+    P = np.maximum(np.asarray(p, dtype=float), 1.0)
+    b = S * P + Z
+    return 2.0 * P / np.maximum(b + np.sqrt(np.maximum(b * b - 4.0 * S * Z * (P - 1.0), 0.0)), 1e-300)
+
+
 def barrier(kind_tree, c, p):
     """One barrier among P threads: c·P centralized, c·⌈log2 P⌉ for a tree (0 on one thread)."""
     p = np.asarray(p, dtype=float)
