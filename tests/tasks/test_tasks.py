@@ -175,3 +175,18 @@ def test_executor_plays_the_gauss_seidel_wavefront():
                                                                           "variant": "jacobi"}, "grain": [256]})
     kind, work, preds, _, _ = build_graph(jac, 0, 1, 10_000)
     assert len(work) == 16 and all(p == () for p in preds)
+
+
+def test_lock_throughput_hand_derived():
+    """Schweitzer's approximate MVA for P workers, hold S, think Z, solved in closed form: exact at P = 1, the quadratic
+    root at P = 2 (S = 1, Z = 2: X² − 4X + 2 = 0 → X = 2 − √2), both asymptotes, and monotone in P, S and Z."""
+    from parplan.models.primitives.workspan import lock_throughput
+
+    assert float(lock_throughput(1.0, 2.0, 1)) == pytest.approx(1 / 3)
+    assert float(lock_throughput(1.0, 2.0, 2)) == pytest.approx(2 - 2**0.5)
+    assert float(lock_throughput(1.0, 1e-12, 64)) == pytest.approx(1.0)  # the lock saturated: 1/S
+    assert float(lock_throughput(1e-12, 2.0, 64)) == pytest.approx(32.0)  # no lock: P/Z
+    P = np.arange(1, 300)
+    x = lock_throughput(0.3, 5.0, P)
+    assert np.all(np.diff(x) >= -1e-12) and np.all(x <= np.minimum(1 / 0.3, P / 5.3 * (5.3 / 5.0)) + 1e-12)
+    assert np.all(lock_throughput(0.4, 5.0, P) <= x + 1e-12) and np.all(lock_throughput(0.3, 6.0, P) <= x + 1e-12)
