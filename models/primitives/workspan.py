@@ -94,5 +94,7 @@ def level_schedule(levels, gi, workers):
     for g in np.unique(g_b):
         sel = g_b == g
         w, ts = levels[int(g)]
-        out[sel] = (np.ceil(w[None, :] / np.maximum(p_b[sel][:, None], 1.0)) * ts[None, :]).sum(axis=1)
+        ps, inv = np.unique(p_b[sel], return_inverse=True)  # a few worker counts per grain: price each once
+        per = (np.ceil(w[None, :] / np.maximum(ps[:, None], 1.0)) * ts[None, :]).sum(axis=1)
+        out[sel] = per[inv.ravel()]
     return out
