@@ -80,6 +80,10 @@ def __getattr__(name: str) -> Any:
 
 def main(prog_name: Optional[str] = None) -> None:
     """The console script: one command, then the process exits (typer raises ``SystemExit``)."""
+    # parplan's schemas use no pydantic plugin; without this, the first schema built scans every installed
+    # distribution's entry points for one (importlib.metadata, ~10 ms of each command; pydantic docs, "Plugins":
+    # PYDANTIC_DISABLE_PLUGINS=__all__).  A value the user set is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     module = command_module(sys.argv[1:])
     app = build_app([module]) if module is not None else __getattr__("app")
     try:
