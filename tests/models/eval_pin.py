@@ -6,7 +6,8 @@ model (the unpruned pass the benchmarks time), and of the arrays the search itse
 memory-bound pruning that prices zero levels on their own rows).  ``test_eval_pinned.py`` recomputes them; a change
 that moves any bit of any output fails it.  Beside each digest it records summary figures (count, NaNs, sum,
 a weighted sum, min, max) that the test compares within 1e-9 on any machine: the digests are exact only for the
-numpy build and CPU they were written on (one ulp of log2 or interp may differ elsewhere), the figures are not.
+numpy build and CPU they were written on (one ulp of log2 or interp may differ elsewhere: numpy picks its SIMD
+loops by the CPU's instruction sets, recorded as ``simd``), the figures are not.
 Regenerate only when a change of the model's numbers is intended.
 """
 from __future__ import annotations
@@ -34,6 +35,16 @@ CASES = {  # id -> (workload, cluster): benchmarks/planner_speed.py's four jobs,
 }
 KEY_BATCH = 24  # outputs priced per evaluate_space pass (bounds the memory of the pinned pass)
 OUT = Path(__file__).parent / "data" / "eval_pin.json"
+
+
+def simd() -> list:
+    """The SIMD targets numpy dispatches its loops to on this CPU (AVX2, AVX512_SKX, …): where they differ, one ulp
+    of a transcendental may too."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    except ImportError:  # numpy < 2
+        from numpy.core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+    return sorted(k for k in __cpu_dispatch__ if __cpu_features__.get(k))
 
 
 def digest(a) -> list:
@@ -77,7 +88,8 @@ def compute(case_id: str) -> dict:
 
 
 def main() -> None:
-    data = {"numpy": np.__version__, "machine": platform.machine(), "cases": {cid: compute(cid) for cid in CASES}}
+    data = {"numpy": np.__version__, "machine": platform.machine(), "simd": simd(),
+            "cases": {cid: compute(cid) for cid in CASES}}
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT.name}: {sum(len(v) for v in data['cases'].values())} digests")
 
