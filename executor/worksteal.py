@@ -17,8 +17,9 @@ breaks ties, so two runs with one seed are identical):
 * **Tasks** run for max(work/speed, bytes/bandwidth share) + sched; SMT threads share a core's speed.
 
 The graph (``executor/worksteal_graphs.py``) comes from the workload's DAG summary at the plan's grain: fib's real
-call tree; otherwise a layered DAG (``layers`` = span/grain, each task depending on up to ``deps`` tasks of the
-previous layer) for single producers, a balanced binary spawn tree for recursive ones. Graphs above ``max_tasks``
+call tree, n-queens' and mergesort's trees, the Gauss-Seidel wavefront and sparse LU's task graph; otherwise a
+layered DAG (``layers`` = span/grain, each task depending on up to ``deps`` tasks of the previous layer) for single
+producers, a balanced binary spawn tree for recursive ones. Graphs above ``max_tasks``
 are refused (a coarser grain or a smaller n simulates); iterations beyond ``SIM_ITERATIONS`` are extrapolated from
 the simulated replayed ones.
 """

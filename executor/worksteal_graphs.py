@@ -1,6 +1,7 @@
 """The task graphs the work-stealing executor (``executor/worksteal.py``) plays, from a workload's DAG summary at a
 plan's grain: fib's real call tree, n-queens' level tree cut at the cutoff depth, mergesort's tree with its merges,
-the Gauss-Seidel stencil's block wavefront, a layered DAG for other single producers, a balanced binary spawn tree for recursive ones.  Each builder returns per-task
+the Gauss-Seidel stencil's block wavefront, sparse LU's step graph, a layered DAG for other single producers, a
+balanced binary spawn tree for recursive ones.  Each builder returns per-task
 work and children (trees) or predecessors (layers); graphs above ``max_tasks`` are refused."""
 from __future__ import annotations
 
@@ -130,6 +131,30 @@ def _wavefront(nb: int, grain: float):
     return [grain] * (nb * nb), preds
 
 
+def _sparselu_graph(nb: int, t: float):
+    """BOTS sparselu's task graph on a dense nb × nb block matrix, in the producer's creation order (step j: lu0,
+    fwd of row j, bdiv of column j, bmod of the trailing blocks): lu0(j) after bmod(j, j) of step j − 1; fwd(j, c)
+    and bdiv(r, j) after lu0(j) and their block's bmod of step j − 1; bmod(r, c) after bdiv(r, j), fwd(j, c) and its
+    block's bmod of step j − 1 (the last writer of each block).  Kernels of 2/3, 1, 1 and 2 × t seconds."""
+    work, preds = [], []
+    last = {}  # block -> the task that last wrote it
+
+    def add(w, deps, block):
+        preds.append(tuple(d for d in dict.fromkeys(deps) if d >= 0))
+        work.append(w)
+        last[block] = len(work) - 1
+        return len(work) - 1
+
+    for j in range(nb):
+        d = add(2 / 3 * t, [last.get((j, j), -1)], (j, j))
+        row = {c: add(t, [d, last.get((j, c), -1)], (j, c)) for c in range(j + 1, nb)}
+        col = {r: add(t, [d, last.get((r, j), -1)], (r, j)) for r in range(j + 1, nb)}
+        for r in range(j + 1, nb):
+            for c in range(j + 1, nb):
+                add(2 * t, [col[r], row[c], last.get((r, c), -1)], (r, c))
+    return work, preds
+
+
 def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
     s = spec.summary()
     N = s.tasks[gi] / ranks_total
@@ -154,6 +179,11 @@ def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
     byte_per_task = s.bytes[gi] / s.tasks[gi]
     if k is not None and k.name == "stencil" and (k.variant or "gauss-seidel") == "gauss-seidel" and ranks_total == 1:
         work, preds = _wavefront(math.ceil(k.n / int(s.grain[gi])), grain)
+        return "layers", work, preds, [byte_per_task] * len(work), None
+    if k is not None and k.name == "sparselu" and ranks_total == 1:
+        nb = int(s.grain[gi])
+        t = float(s.work_s[gi]) / sum((2 / 3) + 2 * (nb - j - 1) + 2 * (nb - j - 1) ** 2 for j in range(nb))
+        work, preds = _sparselu_graph(nb, t)
         return "layers", work, preds, [byte_per_task] * len(work), None
     if s.producer == "single":
         layers = int(round(min(s.span_s[gi], s.work_s[gi] / ranks_total) / grain))

@@ -250,19 +250,33 @@ def _stencil(k: KernelEntry, unit: float, blocks: list[int]) -> tuple:
     return rows, "single", tuple(levels)
 
 
+def _sparselu_levels(nb: int, t: float) -> tuple:
+    """Step j's three levels: lu0 of the diagonal block, the fwd/bdiv of its row and column (2(nb − j − 1)), the
+    bmod updates of the trailing blocks ((nb − j − 1)²) — 2/3, 1 and 2 block kernels of t seconds each."""
+    widths, task_s = [], []
+    for j in range(nb):
+        r = nb - j - 1
+        for w, ts in ((1, 2 / 3), (2 * r, 1.0), (r * r, 2.0)):
+            if w:
+                widths.append(float(w))
+                task_s.append(ts * t)
+    return np.array(widths), np.array(task_s)
+
+
 def _sparselu(k: KernelEntry, unit: float, nbs: list[int]) -> tuple:
     n = k.n * (k.block or 1)  # matrix side in elements
-    rows = []
+    rows, levels = [], []
     for nb in nbs:
         nb = max(1, min(nb, n))
         bs = n / nb
-        t = bs**3  # flops per block kernel (lu0 2/3, fwd/bdiv 1, bmod 2 × bs³; BOTS sparselu, dense upper bound)
-        tasks = sum(1 + 2 * (nb - j - 1) + (nb - j - 1) ** 2 for j in range(nb))
-        work = sum((2 / 3) + 2 * (nb - j - 1) + 2 * (nb - j - 1) ** 2 for j in range(nb)) * t * unit
-        span = nb * (2 / 3 + 1 + 2) * t * unit  # lu0 → fwd → bmod per step
+        t = bs**3 * unit  # a block kernel (lu0 2/3, fwd/bdiv 1, bmod 2 × bs³; BOTS sparselu, dense upper bound)
+        widths, task_s = _sparselu_levels(nb, t)
+        tasks, work = float(widths.sum()), float((widths * task_s).sum())
+        span = nb * (2 / 3 + 1 + 2) * t  # lu0 → fwd → bmod per step
         bytes_ = tasks * 3 * 8.0 * bs * bs  # each task touches ~three blocks
-        rows.append((nb, work, min(span, work), float(tasks), 2.5, bytes_, 3.0 * nb, 1))
-    return rows, "single"
+        rows.append((nb, work, min(span, work), tasks, 2.5, bytes_, 3.0 * nb, 1))
+        levels.append((widths, task_s))
+    return rows, "single", tuple(levels)
 
 
 def _bfs(k: KernelEntry, unit: float, taus: list[int]) -> tuple:
@@ -320,7 +334,7 @@ def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     elif k.name == "stencil":
         rows, prod, levels = _stencil(k, unit, grains)
     elif k.name == "sparselu":
-        rows, prod = _sparselu(k, unit, grains)
+        rows, prod, levels = _sparselu(k, unit, grains)
     elif k.name == "bfs":
         rows, prod = _bfs(k, unit, grains)
     else:

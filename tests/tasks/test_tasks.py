@@ -190,3 +190,22 @@ def test_lock_throughput_hand_derived():
     x = lock_throughput(0.3, 5.0, P)
     assert np.all(np.diff(x) >= -1e-12) and np.all(x <= np.minimum(1 / 0.3, P / 5.3 * (5.3 / 5.0)) + 1e-12)
     assert np.all(lock_throughput(0.4, 5.0, P) <= x + 1e-12) and np.all(lock_throughput(0.3, 6.0, P) <= x + 1e-12)
+
+
+def test_sparselu_levels_and_graph_hand_derived():
+    """BOTS sparselu on a dense 3 × 3 (levels) and 2 × 2 (graph) block matrix: step j's lu0, its 2(nb − j − 1)
+    fwd/bdiv and (nb − j − 1)² bmod, kernels of 2/3, 1 and 2 block units; the executor's graph in creation order,
+    each task after the last writer of its block and the step's lu0 / fwd / bdiv it reads."""
+    from parplan.executor.worksteal_graphs import _sparselu_graph
+    from parplan.workloads.taskgraph import _sparselu_levels
+
+    w, ts = _sparselu_levels(3, 1.0)
+    assert list(w) == [1, 4, 4, 1, 2, 1, 1] and list(ts) == pytest.approx([2 / 3, 1, 2, 2 / 3, 1, 2, 2 / 3])
+    work, preds = _sparselu_graph(2, 1.0)
+    assert work == pytest.approx([2 / 3, 1, 1, 2, 2 / 3])
+    assert preds == [(), (0,), (0,), (2, 1), (3,)]
+    spec = load_taskgraph({"family": "task-graph", "name": "lu", "kernel": {"name": "sparselu", "n": 8, "block": 4},
+                           "grain": [4]})
+    s = spec.summary([4])
+    assert s.tasks[0] == sum(1 + 2 * r + r * r for r in range(4))  # 30 tasks for nb = 4
+    assert float((s.levels[0][0] * s.levels[0][1]).sum()) == pytest.approx(s.work_s[0])
