@@ -1,5 +1,5 @@
 """The task graphs the work-stealing executor (``executor/worksteal.py``) plays, from a workload's DAG summary at a
-plan's grain: fib's real call tree, n-queens' level tree cut at the cutoff depth, mergesort's tree with its merges,
+plan's grain: fib's real call tree, n-queens' search tree cut at the cutoff depth, mergesort's tree with its merges,
 the Gauss-Seidel stencil's block wavefront, sparse LU's step graph, a layered DAG for other single producers, a
 balanced binary spawn tree for recursive ones.  Each builder returns per-task
 work and children (trees) or predecessors (layers); graphs above ``max_tasks`` are refused."""
@@ -78,6 +78,33 @@ def _level_tree(counts, cutoff: int, total: float):
         return ids
 
     make(0, 1)
+    return work, kids
+
+
+def _queens_graph(n: int, cutoff: int, unit: float):
+    """n-queens' search tree itself (``workloads/queens.py``) cut at depth ``cutoff``: a node above it spawns its
+    children (one unit each), a node at it searches its whole subtree serially (its nodes × unit)."""
+    from parplan.workloads.queens import queens_tree
+
+    _, children, sizes = queens_tree(n)
+    c = max(1, min(cutoff, n))
+    work, kids = [], []
+    frontier = [0]  # ids of depth d's nodes, in depth-first order
+    work.append(unit if c > 0 else sizes[0][0] * unit)
+    kids.append(())
+    for d in range(c):
+        nxt = []
+        for i, node in enumerate(frontier):
+            ids = []
+            for _ in range(children[d][i]):
+                ids.append(len(work))
+                work.append(unit)
+                kids.append(())
+            kids[node] = tuple(ids)
+            nxt += ids
+        frontier = nxt
+    for i, node in enumerate(frontier):  # the cutoff depth: each searches its subtree
+        work[node] = sizes[c][i] * unit
     return work, kids
 
 
@@ -169,9 +196,13 @@ def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
         work, kids = _fib_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["fib"])
         return "tree", work, kids, [0.0] * len(work), None
     if k is not None and k.name == "nqueens" and ranks_total == 1:
+        from parplan.workloads.queens import SHALLOW
         from parplan.workloads.taskgraph import _queens_levels
 
-        work, kids = _level_tree(_queens_levels(k.n), int(s.grain[gi]), s.work_s[gi])
+        if int(s.grain[gi]) <= SHALLOW:  # the tree is known to the cutoff depth: play it as it is
+            work, kids = _queens_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["nqueens"])
+        else:
+            work, kids = _level_tree(_queens_levels(k.n), int(s.grain[gi]), s.work_s[gi])
         return "tree", work, kids, [0.0] * len(work), None
     if k is not None and k.name == "sort":
         work, kids, join, jbytes = _sort_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["sort"], ranks_total)

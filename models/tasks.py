@@ -27,6 +27,7 @@ def _arrays(spec, summary, m, gi, t, s, ranks) -> dict:
             "deps": summary.deps[gi], "bytes": summary.bytes[gi], "depth": summary.depth[gi],
             "rounds": summary.rounds[gi], "single": np.full(np.shape(gi), summary.producer == "single"),
             "gi": gi, "levels": summary.levels,
+            "span_exact": summary.span_exact[gi] if summary.span_exact is not None else False,
             "iterations": float(summary.iterations), "t": np.asarray(t, float), "s": np.asarray(s, float),
             "ranks": np.asarray(ranks, float), "nodes": nodes,
             "serial_fraction": mpi.serial_fraction if mpi else 0.0, "face_bytes": mpi.face_bytes if mpi else 0.0,

@@ -155,7 +155,9 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     burden = burden + np.where(f["sync_per_level"], cas + fence, 0.0)
     grain = d["work_s"] / d["tasks"]
     span_r = np.maximum(np.minimum(d["span_s"], W), np.minimum(grain, W))
-    span = ws.span_term(ws.burdened_span(span_r, d["depth"], burden), T, defaults["span_coefficient"])
+    # an exact longest path takes the greedy bound (1 − 1/P)·T∞ (Graham 1969); one known in order only, Cilkscale's 1.7
+    coef = np.where(d.get("span_exact", False), 1.0, defaults["span_coefficient"])
+    span = ws.span_term(ws.burdened_span(span_r, d["depth"], burden), T, coef)
     if d.get("levels") is not None:
         # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
         # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone)

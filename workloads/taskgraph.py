@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from parplan.errors import SpecError, short
 from parplan.spec import Name, validate
 from parplan.workloads.family import FamilyInfo
+from parplan.workloads.queens import queens_levels as _queens_levels, queens_tree  # noqa: F401 (re-exported)
 
 KERNELS = ("fib", "nqueens", "sort", "stencil", "sparselu", "bfs", "tmfg")
 MAX_GRAINS = 64
@@ -113,6 +114,9 @@ class DagSummary:
     # widths[l] independent tasks of task_s[l] each (Brent 1974: a level-by-level greedy schedule on P workers takes
     # Σ_l ⌈widths[l]/P⌉·task_s[l]); the generated fork-join sorts and block wavefronts have one
     levels: Optional[tuple] = None
+    # per grain (None: none): the span is the DAG's exact longest path, so the greedy bound (1 − 1/P)·T∞ prices it
+    # (Graham 1969), not Cilkscale's 1.7·T∞ estimate for spans known only in order of magnitude
+    span_exact: Optional[np.ndarray] = None
 
     @property
     def grain_s(self) -> np.ndarray:
@@ -166,40 +170,23 @@ def _fib(n: int, unit: float, cutoffs: list[int]) -> tuple:
     return rows, "recursive"
 
 
-@lru_cache(maxsize=32)
-def _queens_levels(n: int) -> tuple:
-    """Valid partial boards per depth of the n-queens search tree (bitmask DFS; BOTS nqueens explores the same)."""
-    counts = [0] * (n + 1)
-    full = (1 << n) - 1
-
-    def go(row: int, cols: int, d1: int, d2: int) -> None:
-        counts[row] += 1
-        if row == n:
-            return
-        free = full & ~(cols | d1 | d2)
-        while free:
-            bit = free & -free
-            free ^= bit
-            go(row + 1, cols | bit, ((d1 | bit) << 1) & full, (d2 | bit) >> 1)
-
-    go(0, 0, 0, 0)
-    return tuple(counts)
-
-
 def _nqueens(n: int, unit: float, depths: list[int]) -> tuple:
     if n > 14:
         raise SpecError(f"nqueens n = {n} is above 14 (the generator enumerates the tree)", key="kernel.n")
-    lv = _queens_levels(n)
+    lv, _, sizes = queens_tree(n)
     total = float(sum(lv))
-    rows = []
+    rows, exact = [], []
     for c in depths:
         c = max(1, min(c, n))
         tasks = float(sum(lv[1:c + 1]))  # one task per valid placement at depth 1..cutoff (BOTS nqueens cutoff)
-        below = total - sum(lv[:c + 1])
-        leaf = below / max(lv[c], 1)  # mean subtree under a cutoff-depth task
-        span = (c + 1.5 * leaf) * unit  # 1.5: largest-subtree / mean (assumed; subtrees vary)
+        if c < len(sizes) and sizes[c]:  # the tree is known to this depth: its largest cutoff subtree
+            span, ex = (c + max(sizes[c])) * unit, True  # the spawn path, then that subtree serially
+        else:
+            leaf = (total - sum(lv[:c + 1])) / max(lv[c], 1)  # mean subtree under a cutoff-depth task
+            span, ex = (c + 1.5 * leaf) * unit, False  # 1.5: largest-subtree / mean (assumed; subtrees vary)
         rows.append((c, total * unit, min(span, total * unit), max(tasks, 1.0), 0.0, 0.0, c, 1))
-    return rows, "recursive"
+        exact.append(ex)
+    return rows, "recursive", np.array(exact)
 
 
 def _sort_levels(n: int, unit: float, c: int) -> tuple:
@@ -322,13 +309,13 @@ def _tmfg(k: KernelEntry, unit: float, prefixes: list[int]) -> tuple:
 
 def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     unit = k.unit_s or DEFAULT_UNIT_S[k.name]
-    levels = None  # only the generators that know their DAG's levels return them
+    levels = exact = None  # only the generators that know their DAG's levels (its exact span) return them
     if k.name == "fib":
         if k.n > 90:
             raise SpecError(f"fib n = {k.n} is above 90", key="kernel.n")
         rows, prod = _fib(k.n, unit, grains)
     elif k.name == "nqueens":
-        rows, prod = _nqueens(k.n, unit, grains)
+        rows, prod, exact = _nqueens(k.n, unit, grains)
     elif k.name == "sort":
         rows, prod, levels = _sort(k.n, unit, grains)
     elif k.name == "stencil":
@@ -340,7 +327,7 @@ def kernel_summary(k: KernelEntry, grains: list[int]) -> DagSummary:
     else:
         rows, prod = _tmfg(k, unit, grains)
     a = np.array(rows, dtype=float).T
-    return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod, levels)
+    return DagSummary(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], k.iterations, prod, levels, exact)
 
 
 def spec_from_dict(data: Any, file: str | None = None) -> TaskGraphSpec:

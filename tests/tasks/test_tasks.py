@@ -209,3 +209,22 @@ def test_sparselu_levels_and_graph_hand_derived():
     s = spec.summary([4])
     assert s.tasks[0] == sum(1 + 2 * r + r * r for r in range(4))  # 30 tasks for nb = 4
     assert float((s.levels[0][0] * s.levels[0][1]).sum()) == pytest.approx(s.work_s[0])
+
+
+def test_queens_tree_exact_span():
+    """n-queens' tree near the root (8 queens: 8 first-row placements, 2,057 nodes in all): children and subtree sizes
+    add up level by level, and the generator's span is the spawn path plus the largest cutoff subtree — the greedy
+    bound's exact T∞ — while the executor plays that same tree."""
+    from parplan.executor.worksteal_graphs import _queens_graph
+    from parplan.workloads.queens import queens_tree
+
+    counts, children, sizes = queens_tree(8)
+    assert counts[:2] == (1, 8) and sum(counts) == 2057 and sizes[0] == (2057,)
+    assert all(sum(children[d]) == counts[d + 1] for d in range(len(children) - 1))
+    assert sum(sizes[1]) == 2056 and max(sizes[1]) == 271
+    spec = load_taskgraph({"family": "task-graph", "name": "q", "kernel": {"name": "nqueens", "n": 8, "unit_s": 1.0},
+                           "grain": [1]})
+    s = spec.summary([1])
+    assert s.span_s[0] == pytest.approx(1 + 271) and bool(s.span_exact[0])
+    work, kids = _queens_graph(8, 1, 1.0)
+    assert len(work) == 9 and len(kids[0]) == 8 and sorted(work[1:]) == sorted(float(x) for x in sizes[1])
