@@ -10,7 +10,8 @@ Per iteration and MPI rank (ANCHORS.md Part B §1.3's overhead-augmented work/sp
                         producer's creation, serialized on it), or N_r through the lock when every worker holds it
                         per task beside its own work (approximate MVA of the closed network, ``lock_throughput``);
 * ``span_s``          = (1 − 1/P)·1.7·(T∞_r + depth·burden), burden = steal (+ remote latency, + CAS/fence per
-                        level for private-deque stealing);
+                        level for private-deque stealing); 1 for an exact T∞ (Graham); a recursive producer's random
+                        stealing needs 2·burden·ln(P − 1) to reach every worker (logistic ramp), beyond the levels';
 * ``barrier_s``       = rounds·barrier(P);
 * ``record_s``        = N_r·record/P_eff in the recording iteration of replay runtimes;
 * ``mpi_halo_s``, ``mpi_allreduce_s`` — Hockney halo exchange (surface law) and allreduce latency.
@@ -158,6 +159,11 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     # an exact longest path takes the greedy bound (1 − 1/P)·T∞ (Graham 1969); one known in order only, Cilkscale's 1.7
     coef = np.where(d.get("span_exact", False), 1.0, defaults["span_coefficient"])
     span = ws.span_term(ws.burdened_span(span_r, d["depth"], burden), T, coef)
+    # random work stealing from one root: idle workers find work at the rate busy ones are hit, so the busy share
+    # grows logistically, db/dt = b(1 − b)/steal (mean-field stealing, Mitzenmacher SPAA 1998): 2·steal·ln(T − 1)
+    # from one busy worker to all but one (derived) — what of it the spawn levels' burden does not already hold
+    ramp = np.where((v["steal"] > 0) & ~d["single"] & (T > 2), 2.0 * burden * np.log(np.maximum(T - 1.0, 1.0)), 0.0)
+    span = span + np.maximum(ramp - ws.span_term(d["depth"] * burden, T, coef), 0.0)
     if d.get("levels") is not None:
         # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
         # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone)

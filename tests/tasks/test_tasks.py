@@ -228,3 +228,33 @@ def test_queens_tree_exact_span():
     assert s.span_s[0] == pytest.approx(1 + 271) and bool(s.span_exact[0])
     work, kids = _queens_graph(8, 1, 1.0)
     assert len(work) == 9 and len(kids[0]) == 8 and sorted(work[1:]) == sorted(float(x) for x in sizes[1])
+
+
+def test_stealing_ramp_beyond_the_spawn_levels():
+    """A recursive producer under random stealing needs 2·steal·ln(P − 1) for work to reach every worker (the
+    logistic ramp); it adds to the span only beyond the spawn levels' own burden: n-queens cut at depth 2 on 56
+    workers takes it, fib's deep spawn tree (its levels already hold more) does not, a shared queue never."""
+    from parplan.models.primitives import workspan as ws
+    from parplan.models.tasks_terms import iteration_terms, profiles, runtime_catalog
+
+    m = load_cpu_machine("xeon-8480p-2s")
+    defaults = runtime_catalog()[1]
+    prof = profiles(["libomp", "libgomp"])
+
+    def span(depth, threads, r):
+        v = {k: a[r] for k, a in prof.values.items()}
+        f = {k: a[r] for k, a in prof.flags.items()}
+        d = {"work_s": np.array(1e-3), "span_s": np.array(1e-5), "tasks": np.array(1e3), "deps": np.array(0.0),
+             "bytes": np.array(0.0), "depth": np.array(float(depth)), "rounds": np.array(1.0),
+             "single": np.array(False), "t": np.array(float(threads)), "s": np.array(1.0),
+             "ranks": np.array(1.0), "nodes": 1.0, "serial_fraction": 0.0, "face_bytes": 0.0, "dims": 3.0,
+             "n_allreduce": 0.0, "span_exact": True}
+        return float(iteration_terms(d, m, v, f, replay=False, defaults=defaults)["span_s"]), v["steal"]
+
+    s2, steal = span(2, 56, 0)
+    base = float(ws.span_term(1e-5 + 2 * steal, 56.0, 1.0))
+    assert s2 == pytest.approx(base + 2 * steal * np.log(55) - float(ws.span_term(2 * steal, 56.0, 1.0)))
+    s40, _ = span(40, 56, 0)
+    assert s40 == pytest.approx(float(ws.span_term(1e-5 + 40 * steal, 56.0, 1.0)))  # the levels hold the ramp
+    sq, _ = span(2, 56, 1)  # libgomp: one shared queue, no stealing
+    assert sq == pytest.approx(float(ws.span_term(1e-5, 56.0, 1.0)))
