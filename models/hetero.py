@@ -27,8 +27,9 @@ from parplan.models.hardware_context import DP_BUCKET_ELEMENTS, framework_of
 from parplan.models.primitives.collectives import curve_for
 from parplan.models.plan import Plan
 from parplan.models.training import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES, OPTIMIZER_STATE_BYTES,
-                                     OPTIMIZER_STEP_BYTES, PlanArrays, evaluate, hardware_context,
+                                     PlanArrays, evaluate, hardware_context,
                                      ring_allgather_s, ring_allreduce_s)
+from parplan.models.optimizer_terms import optimizer_step_s
 from parplan.models.hetero_plan import HeteroPlan, PipelineSpec, StageSpec, validate_hetero  # noqa: F401
 from parplan.workloads.transformer import Workload
 
@@ -310,7 +311,7 @@ def evaluate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan, vali
         for i, s in enumerate(p.stages):
             c = group_costs(workload, cluster, s.group, plan.tp, plan.mbs, plan.recompute, plan.sp)
             params = s.layers * c.layer_params / (K if plan.zero else 1)
-            opt = max(opt, params * OPTIMIZER_STEP_BYTES[job.optimizer] / c.memory_bandwidth_bytes_per_s)
+            opt = max(opt, optimizer_step_s(params, job.optimizer, c.memory_bandwidth_bytes_per_s))
     step = max(times) + exposed + opt
     tokens = job.global_batch * job.seq_len
     q, kd, h, f, V = mdl.q_dim, mdl.kv_dim, mdl.hidden, mdl.ffn_hidden, mdl.vocab

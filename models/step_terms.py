@@ -19,13 +19,11 @@ from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, p2p_shares, port_contention,
                                       port_floor, rs_beside_a2a)
 from parplan.models import rtp_terms
+from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
 from parplan.models.zero3_terms import Zero3Stage, zero3_terms
 
-# Bytes moved per parameter by one Adam step (memory-bound): read master, m, v, fp32 grad (16 B), write master,
-# m, v (12 B) and the 16-bit weight copy (2 B), plus one read of the grads for the global-norm clip (4 B).
-OPTIMIZER_STEP_BYTES = {"adam": 34.0, "adamw": 34.0, "sgd": 26.0}
 # Passes over the fp32 logits made by the vocab-parallel cross entropy (max, exp-sum, loss, grad): bytes per
 # logit element, forward + backward (read bf16 2 B, write fp32 4 B, 2× read/write fp32 in softmax+grad).
 CROSS_ENTROPY_BYTES_PER_LOGIT = 22.0
@@ -264,14 +262,9 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     dp_total = np.where(P.dp * P.cp > 1, dp_total, 0.0)
 
     # optimizer step: memory-bound over the parameters this device updates (sharded by ZeRO ≥ 1)
-    shard_div = np.where(zero >= 1, S, 1.0)
-    opt_params = np.maximum(np.maximum(params_first, params_last), params_mid) / shard_div
-    if has_experts:
-        x_div = np.where(zero >= 1, np.asarray(mix.edp, dtype=f64), 1.0)
-        opt_params = np.maximum(np.maximum(params_first / shard_div + x_first / x_div,
-                                           params_last / shard_div + x_last / x_div),
-                                params_mid / shard_div + x_mid / x_div)
-    optimizer = opt_params * OPTIMIZER_STEP_BYTES[job.optimizer] / bw_mem
+    optimizer = optimizer_step_s(updated_params((params_first, params_last, params_mid), zero, S,
+                                                (x_first, x_last, x_mid) if has_experts else None, mix.edp),
+                                 job.optimizer, bw_mem)
 
     # one port, one budget (MoE): where the expert all-to-all and the per-micro-batch data-parallel collectives
     # (ZeRO-2 reduce-scatters, ZeRO-3 gathers) share a device's NIC, a steady-state slot is at least the NIC's work

@@ -21,8 +21,8 @@ from parplan.models.hardware_context import (HardwareContext, framework_of, hard
 from parplan.models.layer_terms import GEMM_INPUT_BYTES, dense_layer, step_context  # noqa: F401
 from parplan.models.plan_arrays import PlanArrays  # noqa: F401  (re-exported: planner and executor import it here)
 from parplan.models.layer_mix import LayerKind, LayerMix, stage_layers
-from parplan.models.step_terms import (CROSS_ENTROPY_BYTES_PER_LOGIT, OPTIMIZER_STEP_BYTES, TIME_PARTS,  # noqa: F401
-                                       assemble)
+from parplan.models.optimizer_terms import OPTIMIZER_STEP_BYTES  # noqa: F401  (re-exported)
+from parplan.models.step_terms import CROSS_ENTROPY_BYTES_PER_LOGIT, TIME_PARTS, assemble  # noqa: F401
 from parplan.models.training_memory import (FRAGMENTATION_FRACTION, FRAMEWORK_RESERVED_BYTES,  # noqa: F401
                                             MEMORY_PARTS, OPTIMIZER_STATE_BYTES, StageShape, memory)
 from parplan.workloads.transformer import TransformerSpec, Workload
