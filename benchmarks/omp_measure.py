@@ -22,7 +22,8 @@ import tempfile
 from parplan.hardware.cpu_probe import NoOpenMP, build_kernels, calibrate_cpu, omp_runtime, run_kernel, write_files
 from parplan.hardware.cpu import load_cpu_machine
 from parplan.models.tasks import estimate_plan
-from parplan.workloads.taskgraph import _fib_calls, _queens_levels, load_taskgraph
+from parplan.workloads.queens import queens_levels
+from parplan.workloads.taskgraph import _fib_calls, load_taskgraph
 
 # (kernel, C arguments before the grain, grains, C arguments after the grain, model kernel entry)
 FULL = {"fib": (30, [2, 4, 6, 10, 14, 20]), "nqueens": (13, [1, 2, 3, 4, 5]),
@@ -48,7 +49,7 @@ def model_workload(kernel: str, n: int, grain: int, serial_s: float) -> dict:
     if kernel == "fib":
         units, k = _fib_calls(n), {"name": "fib", "n": n}
     elif kernel == "nqueens":
-        units, k = sum(_queens_levels(n)), {"name": "nqueens", "n": n}
+        units, k = sum(queens_levels(n)), {"name": "nqueens", "n": n}
     elif kernel == "sort":
         units, k = n * math.log2(n), {"name": "sort", "n": n}
     else:  # the C grid has a one-point fixed border: (n − 2)² updated points per sweep

@@ -196,13 +196,12 @@ def build_graph(spec, gi: int, ranks_total: float, max_tasks: int):
         work, kids = _fib_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["fib"])
         return "tree", work, kids, [0.0] * len(work), None
     if k is not None and k.name == "nqueens" and ranks_total == 1:
-        from parplan.workloads.queens import SHALLOW
-        from parplan.workloads.taskgraph import _queens_levels
+        from parplan.workloads.queens import SHALLOW, queens_levels
 
         if int(s.grain[gi]) <= SHALLOW:  # the tree is known to the cutoff depth: play it as it is
             work, kids = _queens_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["nqueens"])
         else:
-            work, kids = _level_tree(_queens_levels(k.n), int(s.grain[gi]), s.work_s[gi])
+            work, kids = _level_tree(queens_levels(k.n), int(s.grain[gi]), s.work_s[gi])
         return "tree", work, kids, [0.0] * len(work), None
     if k is not None and k.name == "sort":
         work, kids, join, jbytes = _sort_graph(k.n, int(s.grain[gi]), k.unit_s or DEFAULT_UNIT_S["sort"], ranks_total)

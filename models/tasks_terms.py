@@ -163,12 +163,12 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     # grows logistically, db/dt = b(1 − b)/steal (mean-field stealing, Mitzenmacher SPAA 1998): 2·steal·ln(T − 1)
     # from one busy worker to all but one (derived) — what of it the spawn levels' burden does not already hold
     ramp = np.where((v["steal"] > 0) & ~d["single"] & (T > 2), 2.0 * burden * np.log(np.maximum(T - 1.0, 1.0)), 0.0)
-    span = span + np.maximum(ramp - ws.span_term(d["depth"] * burden, T, coef), 0.0)
+    burden_term = ws.span_term(d["depth"] * burden, T, coef)  # the spawn levels' burden alone
+    span = span + np.maximum(ramp - burden_term, 0.0)
     if d.get("levels") is not None:
         # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
         # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone)
         lvl = ws.level_schedule(d["levels"], d["gi"], T) * T / P_eff
-        burden_term = ws.span_term(d["depth"] * burden, T, defaults["span_coefficient"])
         span = np.where(R_tot == 1, np.maximum(lvl - W / P_eff, 0.0) + burden_term, span)
     rounds = d["rounds"] * np.where(np.asarray(replay) & f["no_iteration_barrier"], 0.0, 1.0)
     barrier = rounds * ws.barrier(f["tree"], v["barrier_c"], T)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from parplan.errors import SpecError, short
 from parplan.spec import Name, validate
 from parplan.workloads.family import FamilyInfo
-from parplan.workloads.queens import queens_levels as _queens_levels, queens_tree  # noqa: F401 (re-exported)
+from parplan.workloads.queens import queens_tree
 
 KERNELS = ("fib", "nqueens", "sort", "stencil", "sparselu", "bfs", "tmfg")
 MAX_GRAINS = 64
