@@ -12,6 +12,8 @@ replica's continuous-batching scheduler and paged KV cache with preemption by re
 v1's policy), routing and KV transfers (``serving_loop``), the statistics (``serving_stats``: TTFT, TPOT, ITL, E2E
 percentiles, throughput, KV use, preemptions, warm-up left out).
 
+A pool cost with ``attn_dp`` > 1 (attention-DP ranks) gets replicas of ranks in lock-step (``serving_ranks``).
+
 Modes (from the pools' roles):
 
 * **aggregated** — ``mixed`` pools: every replica prefills and decodes;
@@ -36,6 +38,7 @@ from parplan.errors import SpecError
 from parplan.executor.budget import EventBudgetError
 from parplan.executor.serving_loop import ServingBudgetError, play
 from parplan.executor.serving_mix import RequestMix, draw_requests, mix_from_serving
+from parplan.executor.serving_ranks import RankGroup
 from parplan.executor.serving_sched import BLOCK_TOKENS, Replica, Reqs
 from parplan.executor.serving_stats import ServingSimulation, summarize
 
@@ -104,13 +107,13 @@ class _AffineKV:
         self.fn = fn
         self.memo: dict = {}
 
-    def __call__(self, p: int, d: int, kv: int) -> float:
-        key = (p, d)
+    def __call__(self, p: int, d: int, kv: int, *rest) -> float:
+        key = (p, d) + rest  # rest: the busiest rank's prompt tokens (``serving_ranks``)
         m = self.memo.get(key)
         if m is None:
-            f1 = float(self.fn(p, d, kv))
+            f1 = float(self.fn(p, d, kv, *rest))
             k2 = 2 * kv + BLOCK_TOKENS * (d + 1)
-            m = self.memo[key] = (kv, f1, (float(self.fn(p, d, k2)) - f1) / (k2 - kv))
+            m = self.memo[key] = (kv, f1, (float(self.fn(p, d, k2, *rest)) - f1) / (k2 - kv))
             return f1
         k1, f1, slope = m
         return f1 + slope * (kv - k1)
@@ -207,7 +210,8 @@ def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS
         if p.role == "expert":
             continue
         role = p.role
-        fn = p.cost.iteration_s
+        dp = int(getattr(p.cost, "attn_dp", 1) or 1) if role in ("mixed", "prefill", "decode") else 1
+        fn = p.cost.iteration_s if dp == 1 else p.cost.iteration_ranks_s
         if affine_in_kv(p.cost):
             fn = _AffineKV(fn)
         if role == "attention":
@@ -217,11 +221,13 @@ def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS
                 notes = tuple(notes) + ("af-disaggregated: the attention pool's cost prices the attention/expert "
                                         "ping-pong pair itself (no attention_s): its iteration is used as given",)
             role = "decode" if has_prefill else "mixed"
-        reps = [Replica(0, i, role, p.cost, fn, reqs) for _ in range(p.replicas)]
+        reps = [Replica(0, i, role, p.cost, fn, reqs) if dp == 1 else RankGroup(0, i, role, p.cost, fn, reqs, dp)
+                for _ in range(p.replicas)]
         need = int(req.isl.max()) if role == "prefill" else int((req.isl + req.osl - 1).max())
-        held = reps[0].cap * BLOCK_TOKENS
+        held = (reps[0].cap if dp == 1 else reps[0].rank_cap) * BLOCK_TOKENS  # a request lives on one rank
         if need > held:
-            raise SpecError(f"a request needs {need:,} KV tokens, more than one replica of pool {i} ({p.role}) holds "
+            raise SpecError(f"a request needs {need:,} KV tokens, more than one {'rank' if dp > 1 else 'replica'} of "
+                            f"pool {i} ({p.role}) holds "
                             f"({held:,})", key=f"pools[{i}]",
                             hint="shorter requests, more KV memory per replica (tp, precision) or fewer weights")
         (decode if role == "decode" else entry).extend(reps)

@@ -7,7 +7,8 @@ timelines).  Priorities at equal times: 0 an iteration ends (tokens are sampled,
 lands, 2 a request arrives, 3 an idle replica wakes up — so requests arriving together are batched together.
 
 Routing (``least_loaded``): a request goes to the replica of its pool with the fewest requests (running, waiting
-and, for a decode pool, in transfer), the lowest index on ties — the least-outstanding-requests policy of
+and, for a decode pool, in transfer), the lowest index on ties (inside a replica of attention-DP ranks, to its
+least-loaded rank: ``serving_ranks``) — the least-outstanding-requests policy of
 load-balancing proxies (e.g. Envoy's ``LEAST_REQUEST``, https://www.envoyproxy.io/docs/envoy/latest/intro/
 arch_overview/upstream/load_balancing/load_balancers).
 
@@ -69,7 +70,7 @@ def play(reqs: Reqs, arrivals, concurrency: int | None, entry: list, decode: lis
 def _least(reps: list, extra: list | None = None) -> Replica:
     best, bl = reps[0], None
     for r in reps:
-        ld = len(r.running) + len(r.waiting) + (extra[r.idx] if extra else 0)
+        ld = r.load + (extra[r.idx] if extra else 0)
         if bl is None or ld < bl:
             best, bl = r, ld
     return best
@@ -155,7 +156,7 @@ def _play(reqs: Reqs, arrivals, concurrency, entry, decode, max_events) -> Log:
         elif kind == ARRIVE:
             R.arrival[x] = t
             rep = entry[0] if single else _least(entry)
-            rep.waiting.append(x)
+            rep.enqueue(x)
             R.replica[x] = rep.idx
             if not rep.busy and not woken[rep.idx]:
                 woken[rep.idx] = True
@@ -166,14 +167,14 @@ def _play(reqs: Reqs, arrivals, concurrency, entry, decode, max_events) -> Log:
         elif kind == XFER:
             src, dst = xfer_to.pop(x)
             src.release(x)
-            if not src.busy and src.waiting and not woken[src.idx]:
+            if not src.busy and src.has_waiting() and not woken[src.idx]:
                 woken[src.idx] = True
                 push(heap, (t, WAKE, nxt(), src.idx))
             inflight[dst.idx] -= 1
             R.first[x] = R.last[x] = t  # the first token reaches the client with the KV at the decode instance
             R.c[x] = R.isl[x]
             R.state[x] = HELD  # waiting at the decode replica with its prompt's KV
-            dst.waiting.append(x)
+            dst.enqueue(x)
             if not dst.busy and not woken[dst.idx]:
                 woken[dst.idx] = True
                 push(heap, (t, WAKE, nxt(), dst.idx))

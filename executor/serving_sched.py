@@ -114,6 +114,12 @@ class Replica:
         """Requests on the replica (least-loaded routing)."""
         return len(self.running) + len(self.waiting)
 
+    def enqueue(self, rid: int) -> None:
+        self.waiting.append(rid)
+
+    def has_waiting(self) -> bool:
+        return bool(self.waiting)
+
     def _preempt_last(self, allocated: bool = False) -> tuple[int, int]:
         """Preempt the last-admitted running request: (blocks freed, its ``a`` when it was decoding else None).
         ``allocated``: this iteration's decode blocks are already taken (a decode gives its new block back)."""

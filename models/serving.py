@@ -17,8 +17,9 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.models import serving_memory as sm
 from parplan.models.serving_plan import Deployment, parse_deployment
-from parplan.models.serving_terms import (PARTS, PoolShape, af_iteration_parts, iteration_parts,
-                                          kv_transfer_fn, serving_context, serving_file, total)
+from parplan.models.serving_af import af_iteration_parts
+from parplan.models.serving_terms import (PARTS, PoolShape, iteration_parts, kv_transfer_fn, serving_context,
+                                          serving_file, total)
 from parplan.models.serving_agg import solve_aggregated, solve_disaggregated
 from parplan.models.serving_pool import PoolCost, pool_cost  # noqa: F401  (the executor's interface)
 from parplan.workloads.serving import Z99, load_serving
@@ -124,7 +125,8 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
         C = main.C
         b_cap = np.where(C > 0, np.minimum(b_cap, C), b_cap)  # every running sequence decodes within the budget
         slots = np.where(C > 0, np.minimum(main.B, C), main.B)
-        st = solve_aggregated(it, C, R, b_cap, serving, slots)
+        # the af attention pool's iteration prices its ranks evenly (its micro-batches ping-pong as a whole)
+        st = solve_aggregated(it, C, R, b_cap, serving, slots, dp=main.dp if mode == "aggregated" else 1.0)
         b, rho, bad_q = st["b"], st["rho"], st["overload"]
         r_tot = R * st["lam"]
         ttft50, ttft99 = st["ttft50"], st["ttft99"]
@@ -135,10 +137,11 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
         pmem = sm.pool_memory(c, None, serving, Pf, cap)
         extra_mem_ok = pmem[4] >= I99
         pit = _iter_fn(c, Pf, deps)
-        t_p1 = total(pit(np.full_like(R, I), 0.0, 0.0, prefill_seqs=1.0))
-        mu_p = Pf.R / t_p1
+        # a rank's service: one prompt on every attention-DP rank of the replica at once
+        t_p1 = total(pit(Pf.dp * I, 0.0, 0.0, prefill_seqs=Pf.dp))
+        mu_p = Pf.R * Pf.dp / t_p1
         xf = kv_transfer_fn(c, serving, Pf, n_dev)
-        st = solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Pf.R, xf, cv2, I50, I99, pit)
+        st = solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Pf.R * Pf.dp, xf, cv2, I50, I99, pit)
         b, rho, bad_q, r_tot = st["b"], st["rho"], st["overload"], st["r_tot"]
         ttft50, ttft99, tpot50, tpot_sd = st["ttft50"], st["ttft99"], st["tpot50"], st["tpot_sd"]
         theta, Kt, fixed = st["theta"], st["K"], st["fixed"]
@@ -164,8 +167,8 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
             reasons[i].append("the load exceeds what the deployment serves: queues grow without bound")
     lo, hi = serving_file().interval.low, serving_file().interval.high
     decode = it(np.zeros_like(R), b, b * ctx)
-    prefill = (pit if mode == "disaggregated" else it)(np.full_like(R, I), 0.0, 0.0, **(
-        {"prefill_seqs": 1.0} if mode != "af-disaggregated" else {}))
+    prefill = (pit if mode == "disaggregated" else it)(np.full_like(R, I), 0.0, 0.0, **(  # one prompt, one rank
+        {"prefill_seqs": 1.0, "prefill_rank_tokens": I} if mode != "af-disaggregated" else {}))
     slo = serving.slos()
     fails = np.zeros((len(deps), 4), dtype=bool)
     checks = [("ttft_p50_s", ttft50), ("ttft_p99_s", ttft99), ("tpot_s", tpot50), ("min_tokens_per_s", tput)]

@@ -34,10 +34,11 @@ def _bisect(f, lo, hi, iters=48):
     return 0.5 * (lo + up)
 
 
-def solve_aggregated(it, C, R, b_cap, serving, slots):
+def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
     """Arrays of the steady state of every replica: see the module docstring.  ``it(p, d, kv, **kw)``: parts of one
     iteration; ``C``: chunk tokens (0: whole prompts); ``R``: replicas; ``b_cap``: decode-batch cap; ``slots``:
-    the sequences a replica runs at once (the executor's cap, min(max batch, chunk))."""
+    the sequences a replica runs at once (the executor's cap, min(max batch, chunk)); ``dp``: attention-DP ranks
+    sharing a replica's budget (``serving_queue.chunk_costs``)."""
     I, O = float(serving.isl_mean), float(serving.osl_mean)
     O1 = max(O - 1.0, 0.0)
     ctx = I + O / 2.0
@@ -57,7 +58,7 @@ def solve_aggregated(it, C, R, b_cap, serving, slots):
         """Decode iterations at the batch a decoding request sees (itself + b·seen others); its prompt's
         iterations beside the b·seen others."""
         n_s, n_p = np.minimum(1.0 + b * seen, cap1), b * seen
-        k = chunk_costs(tot, C, I, n_p, n_p * ctx)
+        k = chunk_costs(tot, C, I, n_p, n_p * ctx, dp=dp)
         k.update({key: v for key, v in chunk_costs(tot, C, I, n_s, n_s * ctx, decode_only=True).items()})
         return k, n_s
 
@@ -109,8 +110,9 @@ def solve_aggregated(it, C, R, b_cap, serving, slots):
 
 def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit):
     """Disaggregated prefill/decode: the decode batch by Little's law at the decode pool, the prompt queue of the
-    prefill pool (``Rp`` replicas behind the least-loaded router: ``mgc_wait``), the KV transfer; ``pit``: parts of a
-    prefill iteration."""
+    prefill pool (``Rp`` servers behind the least-loaded router, ``t_p1`` the service of each: ``mgc_wait``; a
+    replica of dp attention-DP ranks is dp servers, each a rank prefilling one prompt beside the others), the KV
+    transfer; ``pit``: parts of a prefill iteration."""
     I, O = float(serving.isl_mean), float(serving.osl_mean)
     load = serving.load
 
@@ -139,8 +141,9 @@ def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50
         Wm = np.where(r_tot >= mu_p * 0.998, 0.0, np.minimum(Wm, serving.concurrency / r_tot))
         W50, W99 = np.minimum(W50, Wm * 4.0), np.minimum(W99, Wm * 8.0)
         extra = np.maximum(serving.concurrency - R * b - r_tot * (t_p1 + Wm), 0.0) / r_tot
-    pre = lambda i: total(pit(np.full_like(R, i), 0.0, 0.0, prefill_seqs=1.0))  # noqa: E731 — one prompt alone
-    sx, sx50, sx99 = t_p1 + xf(I), pre(I50) + xf(I50), pre(I99) + xf(I99)
+    # one prompt alone, on one rank
+    pre = lambda i: total(pit(np.full_like(R, i), 0.0, 0.0, prefill_seqs=1.0, prefill_rank_tokens=i))  # noqa: E731
+    sx, sx50, sx99 = pre(I) + xf(I), pre(I50) + xf(I50), pre(I99) + xf(I99)
     bad = overload | ((rho >= 1.0) & (load != "closed"))
     ttft50 = W50 + sx50 + extra
     ttft99 = sum_p99([(Wm, W99), (sx, sx99)]) + extra

@@ -9,8 +9,8 @@ import numpy as np
 from parplan.models import serving_memory as sm
 from parplan.models.primitives.kernels import attention_efficiency
 from parplan.models.serving_memory import kv_bytes_per_token_layer
-from parplan.models.serving_terms import (ATTN_SIDE, af_sides, expert_busy_s, kv_loads_per_head, kv_transfer_fn,
-                                          m2n_s, serving_context)
+from parplan.models.serving_af import af_sides, expert_busy_s, m2n_s
+from parplan.models.serving_terms import ATTN_SIDE, kv_loads_per_head, kv_transfer_fn, serving_context
 from parplan.workloads.serving import load_serving
 
 
@@ -24,6 +24,9 @@ class PoolCost:
     chunk_tokens: int
     kv_capacity_tokens: int
     kv_affine: bool = False
+    # attention-DP ranks of a replica, each its own scheduler over 1/attn_dp of the batch, chunk and KV cache
+    # (SGLang --enable-dp-attention divides them); > 1 offers iteration_ranks_s
+    attn_dp: int = 1
     layers: int = 0  # af-disaggregated attention pool: MoE layers (the ping-pong's fill/drain is one layer's trip)
     _iter: object = field(repr=False, default=None)
     _kv: object = field(repr=False, default=None)
@@ -33,6 +36,12 @@ class PoolCost:
 
     def iteration_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int) -> float:
         return float(self._iter(prefill_tokens, decode_seqs, kv_tokens))
+
+    def iteration_ranks_s(self, prefill_tokens: int, decode_seqs: int, kv_tokens: int,
+                          prefill_rank_tokens: int) -> float:
+        """An iteration of attention-DP ranks in lock-step: the replica's totals and the busiest rank's prompt
+        tokens (``serving_terms.iteration_parts``)."""
+        return float(self._iter(prefill_tokens, decode_seqs, kv_tokens, prefill_rank_tokens))
 
     def kv_transfer_s(self, tokens: int) -> float:
         return float(self._kv(tokens)) if self._kv is not None else 0.0
@@ -111,12 +120,14 @@ def pool_cost(workload, cluster, serving, deployment, pool_index: int) -> PoolCo
         # affine when the attention decode reads are the bound and no host time hides behind the GPU (max)
         affine = (not c.engine.overlap) and _read_bound(c, float(pool.tp), 1.0 + float(serving.isl.quantile(1e-3)))
 
-    def iteration(p, b, kv):
-        parts = it(np.array([float(p)]), np.array([float(b)]), np.array([float(kv)]))
+    def iteration(p, b, kv, pr=None):
+        kw = {} if pr is None else {"prefill_rank_tokens": np.array([float(pr)])}
+        parts = it(np.array([float(p)]), np.array([float(b)]), np.array([float(kv)]), **kw)
         return max(float(np.sum([np.asarray(v).sum() for v in parts.values()])), 1e-9)
     kvf = kv_transfer_fn(c, serving, P, n_dev) if pool.role == "prefill" else None
+    ranks = pool.attn_dp if pool.role in ("mixed", "prefill", "decode") else 1  # af: the ping-pong prices them
     return PoolCost(role=pool.role, max_batch=pool.max_batch, chunk_tokens=pool.chunk_tokens,
-                    kv_capacity_tokens=int(mem[4][0]), kv_affine=bool(affine), _iter=iteration,
+                    kv_capacity_tokens=int(mem[4][0]), kv_affine=bool(affine), attn_dp=int(ranks), _iter=iteration,
                     _kv=(lambda t: float(kvf(t)[0])) if kvf is not None else None, **extra)
 
 

@@ -17,29 +17,45 @@ import numpy as np
 from parplan.workloads.serving import Z99
 
 
-def chunk_costs(total_of, C, I, n, kv, decode_only=False):
+def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0):
     """Iteration costs of an aggregated replica at ``n`` decoding sequences over ``kv`` cached tokens:
     ``t0`` (decodes only), ``full`` (a whole chunk beside them), the prompt service alone ``alone(i)`` and its
     iteration count, the packed service and its count per prompt of ``I`` tokens.  ``C = 0``: whole prompts, one
     iteration each (the unchunked prefill stalls the decodes for its time).  ``total_of(p, d, kv, **kw)``: seconds
-    of one iteration; ``decode_only``: ``t0`` alone."""
+    of one iteration; ``decode_only``: ``t0`` alone.
+
+    ``dp`` attention-DP ranks share the replica's budget: each rank's scheduler takes (C − n)/dp prompt tokens
+    per iteration (SGLang divides ``--chunked-prefill-size`` by the DP size: python/sglang/srt/server_args.py,
+    "DP attention is enabled. The chunked prefill size is adjusted"), so a prompt alone on its rank needs dp×
+    the iterations, each with its chunk on that one rank; packed, every rank prefills (whole prompts: dp at
+    once, one per rank)."""
     t0 = total_of(0.0, n, kv)
     if decode_only:
         return {"t0": t0}
     chunked = C > 0
+    dp = np.asarray(dp, dtype=np.float64)
+    ranks = dp > 1.0
     beta = np.where(chunked, np.maximum(C - n, 1.0), 1.0)
     full = total_of(beta, n, kv)
+    beta_r = np.where(ranks, np.maximum(beta / dp, 1.0), beta)  # one rank's share of the budget
+    full_r = np.where(ranks, total_of(beta_r, n, kv, prefill_rank_tokens=beta_r), full) if np.any(ranks) else full
 
     def alone(i):
         i = np.asarray(i, dtype=np.float64) + 0.0 * beta
-        k = np.maximum(np.ceil(i / beta), 1.0)
-        rem = i - (k - 1.0) * beta
-        part = total_of(np.where(chunked, rem, i), n, kv, prefill_seqs=1.0)
-        return np.where(chunked, (k - 1.0) * full + part, part), np.where(chunked, k, 1.0)
+        k = np.maximum(np.ceil(i / beta_r), 1.0)
+        rem = i - (k - 1.0) * beta_r
+        p = np.where(chunked, rem, i)
+        part = total_of(p, n, kv, prefill_seqs=1.0)
+        if np.any(ranks):
+            part = np.where(ranks, total_of(p, n, kv, prefill_seqs=1.0, prefill_rank_tokens=p), part)
+        return np.where(chunked, (k - 1.0) * full_r + part, part), np.where(chunked, k, 1.0)
 
     s_alone, k_alone = alone(I)
-    s_pack = np.where(chunked, I / beta * full, s_alone)
-    k_pack = np.where(chunked, I / beta, 1.0)
+    whole = s_alone
+    if np.any(ranks):  # whole prompts, one per rank at once
+        whole = np.where(ranks, total_of(dp * I, n, kv, prefill_seqs=dp) / dp, s_alone)
+    s_pack = np.where(chunked, I / beta * full, whole)
+    k_pack = np.where(chunked, I / beta, np.where(ranks, 1.0 / dp, 1.0))
     return {"t0": t0, "full": full, "alone": alone, "s_alone": s_alone, "k_alone": k_alone, "s_pack": s_pack,
             "k_pack": k_pack}
 

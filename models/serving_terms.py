@@ -223,7 +223,7 @@ def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nm
     return {"gemm_s": g, "attention_prefill_s": a_p, "attention_decode_s": a_d, "memory_bound_s": mem}
 
 
-def _experts(c: ServingContext, tokens, devices, ep, local_split):
+def experts_s(c: ServingContext, tokens, devices, ep, local_split):
     """Routed experts of one MoE layer on one device: ``tokens`` tokens of the whole group routed top-k over E
     experts spread over ``devices`` devices (E/ep experts each, split ``local_split`` ways along f).  Grouped GEMM
     at the kernel layer's grouped efficiency; the weights of every expert that receives a token are read
@@ -245,14 +245,24 @@ def _experts(c: ServingContext, tokens, devices, ep, local_split):
 
 
 def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs, kv_tokens, *, spd_drop=0.0,
-                    fused=False, prefill_seqs=None) -> dict[str, np.ndarray]:
-    """Seconds of one iteration of one replica (aggregated or disaggregated pools), by named part."""
+                    fused=False, prefill_seqs=None, prefill_rank_tokens=None) -> dict[str, np.ndarray]:
+    """Seconds of one iteration of one replica (aggregated or disaggregated pools), by named part.
+
+    Attention-DP ranks (dp > 1) each run their own requests, in lock-step where MoE layers join them: the
+    attention half and dense layers take the busiest rank's tokens, the routed experts every rank's.  The
+    decodes and cache spread evenly; the prompt tokens too unless ``prefill_rank_tokens`` names the busiest
+    rank's (a prompt alone sits on one rank: SGLang's DP attention, each worker's own scheduler)."""
     m = c.model
     tp, pp, dp, ep = (np.asarray(a, dtype=np.float64) for a in (s.tp, s.pp, s.dp, s.ep))
     Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
     KV = np.asarray(kv_tokens, dtype=np.float64)
     split = dp * pp  # tokens per attention rank and micro-batch
     xp, xd, kv = Tp / split, Td / split, KV / split
+    x_all = (xp + xd) * dp  # the replica's tokens per micro-batch, every rank's (the routed experts)
+    seq_split = split
+    if prefill_rank_tokens is not None:  # the busiest rank's prompt tokens (never fewer than an even share)
+        xp = np.maximum(np.asarray(prefill_rank_tokens, dtype=np.float64) / pp, xp)
+        seq_split = pp + 0.0 * split
     x = xp + xd
     h, nmat = float(m.hidden), float(m.ffn_matrices)
     L = c.layers
@@ -275,7 +285,7 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
             parts[k] = parts[k] + n_moe * v
         parts["gemm_s"] = parts["gemm_s"] + n_moe * (g_sh + router)
         devices = tp * dp
-        expert_t = _experts(c, x * dp, devices, ep, devices / ep)
+        expert_t = experts_s(c, x_all, devices, ep, devices / ep)
         parts["expert_gemm_s"] = parts["expert_gemm_s"] + n_moe * expert_t
         # dispatch may travel in fp8, the combine returns 16-bit partial outputs (DeepEP README: FP8 dispatch,
         # BF16 combine)
@@ -288,8 +298,8 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
         parts["tp_comm_s"] = parts["tp_comm_s"] + n_moe * (attn_ar + np.where(both, 0.0, moe_ar))
         parts["ep_comm_s"] = parts["ep_comm_s"] + n_moe * np.where(both, moe_comm, a2a)
     # LM head on the sampled rows (each decode sequence, the last token of each finished prompt), vocab-parallel
-    rows = xd + (np.asarray(prefill_seqs, dtype=np.float64) / split if prefill_seqs is not None
-                 else np.where(xp > 0, np.maximum(xp / max(c.isl, 1.0), 1.0 / split), 0.0))
+    rows = xd + (np.asarray(prefill_seqs, dtype=np.float64) / seq_split if prefill_seqs is not None
+                 else np.where(xp > 0, np.maximum(xp / max(c.isl, 1.0), 1.0 / seq_split), 0.0))
     parts["lm_head_s"] = _gemm(c, rows, h, float(m.vocab) / tp)
     hop_bytes = x * h * c.rb
     p2p = c.hw.intra_lat + hop_bytes / c.hw.intra_rate
@@ -303,76 +313,6 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
 
 
 ATTN_SIDE = ("gemm_s", "attention_prefill_s", "attention_decode_s", "memory_bound_s", "tp_comm_s")
-
-
-def af_sides(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, micro_batches, prefill_tokens,
-             decode_seqs, kv_tokens, *, fused=False, cross_node=True):
-    """Per MoE layer of an af-disaggregated deployment (MegaScale-Infer, S09), for ONE micro-batch of an attention
-    replica's batch (prefill_tokens, decode_seqs, kv_tokens split m ways): the attention side Ta (its weights are
-    read once per micro-batch), the expert side Te and the one-way M2N exchange Tc; with the micro-batch's parts."""
-    m = c.model
-    mb = np.asarray(micro_batches, dtype=np.float64)
-    Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
-    KV = np.asarray(kv_tokens, dtype=np.float64)
-    micro = iteration_parts(c, s, Tp / mb, Td / mb, KV / mb, fused=fused)
-    Ta = sum(micro[k] for k in ATTN_SIDE) / max(c.layers, 1.0)
-    tokens_e = (Tp + Td) * np.asarray(attn_per_expert, dtype=np.float64) / mb  # per expert replica, micro-batch
-    e_ep, e_tp = np.asarray(e_ep, dtype=np.float64), np.asarray(e_tp, dtype=np.float64)
-    Te = _experts(c, tokens_e, e_ep * e_tp, e_ep, e_tp)
-    Tc = m2n_s(c, s, e_ep, e_tp, attn_per_expert, (Tp + Td) / mb, cross_node)
-    del m
-    return Ta, Te, Tc, micro
-
-
-def m2n_s(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, tokens, cross_node):
-    """One-way M2N exchange of one MoE layer for a micro-batch of ``tokens`` tokens of one attention replica: each
-    attention rank sends its tokens' top-k copies to the expert devices (and receives them back the same way); the
-    expert side receives the copies of attn_per_expert replicas (one NIC per device; S09)."""
-    m, hw = c.model, c.hw
-    tp, dp = np.asarray(s.tp, dtype=np.float64), np.asarray(s.dp, dtype=np.float64)
-    tokens = np.asarray(tokens, dtype=np.float64)
-    rate = np.where(cross_node, hw.inter_rate, hw.intra_rate)
-    lat = np.where(cross_node, hw.inter_lat, hw.intra_lat)
-    row = float(m.top_k) * float(m.hidden) * c.ab
-    send = tokens / (dp * tp) * row
-    recv = tokens * np.asarray(attn_per_expert, dtype=np.float64) * row / (
-        np.asarray(e_ep, dtype=np.float64) * np.asarray(e_tp, dtype=np.float64))
-    return np.maximum(send, recv) / rate + lat
-
-
-def af_iteration_parts(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_expert, micro_batches,
-                       prefill_tokens, decode_seqs, kv_tokens, *, fused=False, cross_node=True) -> dict:
-    """One iteration of an attention replica of an af-disaggregated deployment (MegaScale-Infer, S09): per MoE
-    layer the attention side Ta, the expert side Te and the exchange Tc of one micro-batch (``af_sides``); the m
-    micro-batches ping-pong, a layer taking max(m·max(Ta, Te, Tc), Ta + Te + 2·Tc), plus one round trip
-    Ta + Te + 2·Tc of fill and drain per iteration (seed S09 (b), derived; executor/serving.py ``ping_pong_s``
-    composes the same from ``PoolCost.attention_s``, ``m2n_s`` and ``layers``).  The LM head, host and PP parts
-    run once per iteration for the whole batch."""
-    n_moe = float(getattr(c.model, "n_moe_layers", 0))
-    mb = np.asarray(micro_batches, dtype=np.float64)
-    Ta, Te, Tc, micro = af_sides(c, s, e_ep, e_tp, attn_per_expert, mb, prefill_tokens, decode_seqs, kv_tokens,
-                                 fused=fused, cross_node=cross_node)
-    whole = iteration_parts(c, s, prefill_tokens, decode_seqs, kv_tokens, fused=fused)
-    parts = {k: whole[k] * 1.0 for k in PARTS}
-    for k in ATTN_SIDE:  # every micro-batch runs the attention side with its own weight reads
-        parts[k] = mb * micro[k]
-    trip = Ta + Te + 2.0 * Tc
-    layer = np.maximum(mb * np.maximum(np.maximum(Ta, Te), Tc), trip)
-    base = mb * Ta
-    with_e = np.maximum(base, mb * Te)
-    parts["af_expert_exposed_s"] = n_moe * (with_e - base)
-    parts["af_comm_exposed_s"] = n_moe * (layer - with_e) + trip
-    parts["expert_gemm_s"] = parts["expert_gemm_s"] * 0.0
-    parts["ep_comm_s"] = parts["ep_comm_s"] * 0.0
-    return parts
-
-
-def expert_busy_s(c: ServingContext, e_ep, e_tp, tokens_per_micro_batch, micro_batches) -> np.ndarray:
-    """Busy time of one expert replica per iteration: the routed experts of every MoE layer for every micro-batch."""
-    n_moe = float(getattr(c.model, "n_moe_layers", 0))
-    mb = np.asarray(micro_batches, dtype=np.float64)
-    return n_moe * mb * _experts(c, np.asarray(tokens_per_micro_batch, dtype=np.float64), None,
-                                 np.asarray(e_ep, dtype=np.float64), np.asarray(e_tp, dtype=np.float64))
 
 
 def total(parts: dict) -> np.ndarray:
