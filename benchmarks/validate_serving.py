@@ -57,6 +57,9 @@ MATRIX = [
     ("mixtral-8x7b", "tp=8,ep=8,batch=256,chunk=8192,replicas=1", {**MIX, "concurrency": 128}),
     ("mixtral-8x7b", "prefill:1x(tp=2)+decode:1x(tp=4,batch=256)", {**LOW, "arrival_rate_per_s": 4.0}),
     ("mixtral-8x7b", "prefill:2x(tp=2)+decode:2x(tp=2,batch=128)", {**MIX, "arrival_rate_per_s": 6.0}),
+    ("mixtral-8x7b", "tp=2,dp=4,ep=8,batch=256,chunk=4096,replicas=1", {**LOW, "arrival_rate_per_s": 2.0}),
+    ("mixtral-8x7b", "tp=2,dp=4,ep=8,batch=256,chunk=4096,replicas=1", {**MIX, "arrival_rate_per_s": 8.0}),
+    ("mixtral-8x7b", "prefill:1x(tp=2,dp=2,ep=4)+decode:1x(tp=4,batch=256)", {**LOW, "arrival_rate_per_s": 4.0}),
     ("mixtral-8x7b", "attention:2x(tp=4,batch=256)+expert:1x(ep=8);micro_batches=2", {**LOW, "arrival_rate_per_s": 2.0}),
     ("mixtral-8x7b", "attention:2x(tp=2,batch=128)+expert:1x(ep=4);micro_batches=3", {**LOW, "arrival_rate_per_s": 1.0}),
 ]

@@ -137,11 +137,11 @@ def _evaluate_mode(workload, cluster, serving, deps, mode, engine_terms=None) ->
         pmem = sm.pool_memory(c, None, serving, Pf, cap)
         extra_mem_ok = pmem[4] >= I99
         pit = _iter_fn(c, Pf, deps)
-        # a rank's service: one prompt on every attention-DP rank of the replica at once
+        # one iteration of a replica: a prompt on every attention-DP rank at once
         t_p1 = total(pit(Pf.dp * I, 0.0, 0.0, prefill_seqs=Pf.dp))
         mu_p = Pf.R * Pf.dp / t_p1
         xf = kv_transfer_fn(c, serving, Pf, n_dev)
-        st = solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Pf.R * Pf.dp, xf, cv2, I50, I99, pit)
+        st = solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Pf.R, xf, cv2, I50, I99, pit, dp=Pf.dp)
         b, rho, bad_q, r_tot = st["b"], st["rho"], st["overload"], st["r_tot"]
         ttft50, ttft99, tpot50, tpot_sd = st["ttft50"], st["ttft99"], st["tpot50"], st["tpot_sd"]
         theta, Kt, fixed = st["theta"], st["K"], st["fixed"]

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parplan.models.serving_queue import (chunk_costs, chunk_rates, mg1_wait, mgc_wait, sum_p99, tpot_spread,
-                                          wait_quantiles)
+from parplan.models.serving_queue import (chunk_costs, chunk_rates, mg1_wait, mgc_wait, rank_rates, sum_p99,
+                                          tpot_spread, wait_quantiles)
 from parplan.models.serving_terms import total
 
 
@@ -54,6 +54,16 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
         n_u = N / R if N is not None else 2.0 * slots
         seen = (N - 1.0) / N if N is not None else 1.0 - 1.0 / (2.0 * slots * R)
 
+    dpa_ = np.asarray(dp, dtype=np.float64)
+    lockstep = bool(np.any(dpa_ > 1.0))
+
+    def rates(lam, k):
+        """``chunk_rates``; attention-DP ranks in lock-step: their inter-token time (``rank_rates``)."""
+        r = chunk_rates(lam, k)
+        if not lockstep:
+            return r
+        return r[0], r[1], r[2], np.where(dpa_ > 1.0, rank_rates(lam, k, C, I, dpa_)[3], r[3])
+
     def costs(b):
         """Decode iterations at the batch a decoding request sees (itself + b·seen others); its prompt's
         iterations beside the b·seen others."""
@@ -63,19 +73,19 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
         return k, n_s
 
     def ttft_mean(lam, k, b):
-        rho, S, _, _ = chunk_rates(lam, k)
+        rho, S, _, _ = rates(lam, k)
         resid = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1)) * k["t0"] / 2.0
         return mg1_wait(rho * seen, S, cv2) + resid + k["s_alone"]
 
     def closed_rate(k, b):
         top = (1.0 - 1e-9) / np.maximum(k["s_pack"], 1e-12)
-        g = lambda lam: lam * (ttft_mean(lam, k, b) + O1 * chunk_rates(lam, k)[3]) - n_u  # noqa: E731
+        g = lambda lam: lam * (ttft_mean(lam, k, b) + O1 * rates(lam, k)[3]) - n_u  # noqa: E731
         return _bisect(g, 0.0 * top, top, iters=22)  # 2^-22 of the rate bound: far below the model's error
 
     def residual(b):
         k, _ = costs(b)
         lam = lam0 + 0.0 * b if load == "open" else closed_rate(k, b)
-        return b - lam * O1 * chunk_rates(lam, k)[3]
+        return b - lam * O1 * rates(lam, k)[3]
 
     top = b_cap if load == "open" else np.minimum(n_u, b_cap)
     b = _bisect(residual, 0.0 * top, top, iters=20)  # 2^-20 of the batch cap
@@ -86,33 +96,54 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
         lam = lam0 + 0.0 * b
     else:
         lam = closed_rate(k, b)
-        lam = np.where(over_cap, top / np.maximum(O1 * chunk_rates(lam, k)[3], 1e-12), lam) if O1 else lam
-    rho, S, n_p, tbar = chunk_rates(lam, k)
+        lam = np.where(over_cap, top / np.maximum(O1 * rates(lam, k)[3], 1e-12), lam) if O1 else lam
+    rho, S, n_p, tbar = rates(lam, k)
     overload = (load == "open") & (over_cap | (rho >= 1.0))
     rho_w = rho * seen
     Wm, W50, W99, th, K = mgc_wait(R, rho_w, S / R, cv2) if POOLED else wait_quantiles(rho_w, S, cv2)
     busy = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1))
     resid = busy * k["t0"] / 2.0
+    dpa = np.asarray(dp, dtype=np.float64) + 0.0 * b
+    lock = (0.0 * b, 0.0 * b)
+    if np.any(dpa > 1.0):
+        Wr, lock = rank_queues(lam, k, C, I, dpa, R, seen, cv2)
+        Wm, W50, W99, th, K = (np.where(dpa > 1.0, x, y) for x, y in zip(Wr, (Wm, W50, W99, th, K)))
+        lock = tuple(np.where(dpa > 1.0, x, 0.0) for x in lock)
     s50, _ = k["alone"](serving.isl.quantile(0.5))
     s99, _ = k["alone"](serving.isl.quantile(0.99))
     sI = k["s_alone"]
     extra = np.zeros_like(b)
     if load != "open":  # the users' cycle leaves this much to wait (a slot, a deeper queue): Little's law
-        extra = np.maximum(n_u / np.maximum(lam, 1e-30) - O1 * tbar - (Wm + resid + sI), 0.0)
-    ttft50 = W50 + resid + s50 + extra
-    ttft99 = sum_p99([(Wm, W99), (resid, busy * k["t0"]), (sI, s99)]) + extra
+        extra = np.maximum(n_u / np.maximum(lam, 1e-30) - O1 * tbar - (Wm + resid + lock[0] + sI), 0.0)
+    ttft50 = W50 + resid + lock[0] + s50 + extra
+    ttft99 = sum_p99([(Wm, W99), (resid, busy * k["t0"]), lock, (sI, s99)]) + extra
     bad = overload | ~np.isfinite(Wm)
     sd = tpot_spread(tbar, k["t0"], S, n_p, lam, O)
     return {"b": b, "lam": lam, "rho": rho, "rho_w": rho_w, "overload": bad & (load == "open"),
             "ttft50": np.where(bad, np.inf, ttft50), "ttft99": np.where(bad, np.inf, ttft99), "tpot50": tbar,
-            "tpot_sd": sd, "theta": th, "K": K, "fixed": extra + sI + resid, "t0": k["t0"]}
+            "tpot_sd": sd, "theta": th, "K": K, "fixed": extra + sI + resid + lock[0], "t0": k["t0"]}
 
 
-def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit):
+def rank_queues(lam, k, C, I, dp, R, seen, cv2):
+    """The prompt wait of a replica of ``dp`` attention-DP ranks in lock-step (``serving_ranks``): each rank queues
+    its own prompts (least-loaded routing over the R·dp ranks, ``mgc_wait``) at its share ρᵣ and service Sᵣ
+    (``serving_queue.rank_rates``); and a prompt also waits for the chunk the other ranks are running — 0 with
+    probability (1 − ρᵣ)^(dp − 1), else uniform over one iteration L (derived).  Returns the wait's (mean, p50,
+    p99, θ, K) and that lock-step residual's (mean, p99)."""
+    rho_r, S_r, _, _ = rank_rates(lam, k, C, I, dp)
+    others = 1.0 - np.power(1.0 - rho_r * seen, np.maximum(dp - 1.0, 0.0))  # another rank is prefilling
+    L = np.where(C > 0, k["full_r"], k["s_alone"])
+    lock = (others * L / 2.0, np.where(others > 0.01, L * (1.0 - 0.01 / np.maximum(others, 1e-12)), 0.0))
+    return mgc_wait(R * dp, rho_r * seen, S_r, cv2), lock
+
+
+def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit, dp=None):
     """Disaggregated prefill/decode: the decode batch by Little's law at the decode pool, the prompt queue of the
-    prefill pool (``Rp`` servers behind the least-loaded router, ``t_p1`` the service of each: ``mgc_wait``; a
-    replica of dp attention-DP ranks is dp servers, each a rank prefilling one prompt beside the others), the KV
-    transfer; ``pit``: parts of a prefill iteration."""
+    prefill pool (``Rp`` replicas behind the least-loaded router: ``mgc_wait``; ``t_p1`` one replica iteration,
+    which prefills a prompt on each of its ``dp`` attention-DP ranks), the KV transfer; ``pit``: parts of a prefill
+    iteration.  Ranks in lock-step serve in bulk: a prompt waits for the running iteration even where its own rank
+    is free, so a replica is one server whose prompts take the lone iteration when alone and 1/dp of the full one
+    when queued, mixed by the prefill-busy share (``serving_queue.chunk_rates``' form)."""
     I, O = float(serving.isl_mean), float(serving.osl_mean)
     load = serving.load
 
@@ -133,17 +164,26 @@ def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50
     t_it = cycle(b)
     seen = (serving.concurrency - 1.0) / serving.concurrency if load == "closed" else 1.0
     r_tot = np.where(overload, np.minimum(mu_p, mu_d), R * b / (O * t_it))
-    rho = r_tot * t_p1 / Rp
+    # one prompt alone, on one rank
+    pre = lambda i: total(pit(np.full_like(R, i), 0.0, 0.0, prefill_seqs=1.0, prefill_rank_tokens=i))  # noqa: E731
+    s_one = pre(I)
+    ranks = np.asarray(dp if dp is not None else 1.0, dtype=np.float64) + 0.0 * R
+    rho = r_tot * t_p1 / (Rp * ranks)
+    S_w = t_p1
+    if np.any(ranks > 1.0):
+        lam_r, s_pack = r_tot / Rp, t_p1 / ranks
+        mix = np.clip(lam_r * s_one / (1.0 + lam_r * (s_one - s_pack)), 0.0, None)
+        m_ = np.minimum(mix, 1.0)
+        rho = np.where(ranks > 1.0, mix, rho)
+        S_w = np.where(ranks > 1.0, (1.0 - m_) * s_one + m_ * s_pack, t_p1)
     rho_w = rho * seen
-    Wm, W50, W99, th, K = mgc_wait(Rp, rho_w, t_p1, cv2)
+    Wm, W50, W99, th, K = mgc_wait(Rp, rho_w, S_w, cv2)
     extra = np.zeros_like(R)
     if load == "closed":  # a closed loop queues at most its users: prefill-bound rows wait by Little's law
         Wm = np.where(r_tot >= mu_p * 0.998, 0.0, np.minimum(Wm, serving.concurrency / r_tot))
         W50, W99 = np.minimum(W50, Wm * 4.0), np.minimum(W99, Wm * 8.0)
         extra = np.maximum(serving.concurrency - R * b - r_tot * (t_p1 + Wm), 0.0) / r_tot
-    # one prompt alone, on one rank
-    pre = lambda i: total(pit(np.full_like(R, i), 0.0, 0.0, prefill_seqs=1.0, prefill_rank_tokens=i))  # noqa: E731
-    sx, sx50, sx99 = pre(I) + xf(I), pre(I50) + xf(I50), pre(I99) + xf(I99)
+    sx, sx50, sx99 = s_one + xf(I), pre(I50) + xf(I50), pre(I99) + xf(I99)
     bad = overload | ((rho >= 1.0) & (load != "closed"))
     ttft50 = W50 + sx50 + extra
     ttft99 = sum_p99([(Wm, W99), (sx, sx99)]) + extra

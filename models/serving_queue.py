@@ -57,7 +57,7 @@ def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0):
     s_pack = np.where(chunked, I / beta * full, whole)
     k_pack = np.where(chunked, I / beta, np.where(ranks, 1.0 / dp, 1.0))
     return {"t0": t0, "full": full, "alone": alone, "s_alone": s_alone, "k_alone": k_alone, "s_pack": s_pack,
-            "k_pack": k_pack}
+            "k_pack": k_pack, "beta_r": beta_r, "full_r": full_r}
 
 
 def chunk_rates(lam, k):
@@ -71,6 +71,27 @@ def chunk_rates(lam, k):
     n_p = (1.0 - r) * k["k_alone"] + r * k["k_pack"]
     tbar = 1.0 / (lam * n_p + (1.0 - r) / k["t0"])
     return rho, S, n_p, tbar
+
+
+def rank_rates(lam, k, C, I, dp):
+    """A replica of ``dp`` attention-DP ranks in lock-step at prompt rate ``lam``: each rank's prefill-busy share
+    ρᵣ and its mean prompt service Sᵣ (``chunk_rates``' mix on one rank's budget, at λ/dp), the share of iterations
+    in which some rank prefills, 1 − (1 − ρᵣ)^dp (ranks independent), and the mean inter-token time those
+    iterations leave a decoding sequence, t̄ = 1/(ρ_any/T_p + (1 − ρ_any)/t₀) with T_p the mean prefill iteration
+    (every rank waits for the prefilling ones; derived)."""
+    lam_r = np.asarray(lam, dtype=np.float64) / dp
+    s_pr = np.where(C > 0, I / k["beta_r"] * k["full_r"], k["s_alone"])  # its own rank packed
+    rho_r = np.clip(lam_r * k["s_alone"] / (1.0 + lam_r * (k["s_alone"] - s_pr)), 0.0, 1.0)
+    S_r = (1.0 - rho_r) * k["s_alone"] + rho_r * s_pr
+    any_ = 1.0 - np.power(1.0 - rho_r, dp)
+    # a prefill iteration: one rank's chunk (a lone prompt's mean iteration) up to every rank's (the full one),
+    # by the ranks prefilling in it, dp·ρᵣ/ρ_any on average (linear between the two; derived)
+    t_one = k["s_alone"] / np.maximum(k["k_alone"], 1.0)
+    t_all = np.where(C > 0, k["full"], k["s_pack"] * dp)
+    busy = np.clip((dp * rho_r / np.maximum(any_, 1e-12) - 1.0) / np.maximum(dp - 1.0, 1.0), 0.0, 1.0)
+    t_p = t_one + busy * np.maximum(t_all - t_one, 0.0)
+    tbar = 1.0 / (any_ / t_p + (1.0 - any_) / k["t0"])
+    return rho_r, S_r, any_, tbar
 
 
 def mg1_wait(rho, S, cv2):
@@ -137,7 +158,7 @@ def tpot_spread(tbar, t0, S, n_p, lam, O):
     return extra * n_p * np.sqrt(np.maximum(lam * D, 0.0)) / O1
 
 
-__all__ = ["Z99", "chunk_costs", "chunk_rates", "mg1_wait", "mg1_tail", "tail_quantile", "wait_quantiles", "sum_p99",
+__all__ = ["Z99", "chunk_costs", "chunk_rates", "rank_rates", "mg1_wait", "mg1_tail", "tail_quantile", "wait_quantiles", "sum_p99",
            "tpot_spread"]
 
 

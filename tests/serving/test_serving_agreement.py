@@ -1,5 +1,5 @@
 """The analytical serving model against the serving executor on a CI-sized matrix (benchmarks/validate_serving.py
-plays the full 22 deployments): TTFT p50, TPOT p50 and throughput within 10 %, TTFT p99 within 20 %, like for like
+plays the full 25 deployments): TTFT p50, TPOT p50 and throughput within 10 %, TTFT p99 within 20 %, like for like
 (the model at the arrival rate the seeded arrivals offer in the measured window)."""
 from __future__ import annotations
 
@@ -13,11 +13,16 @@ from parplan.models.serving import as_deployment, estimate_serving
 from parplan.serving import _inputs
 
 CLUSTER = "dgx-h100-64"
-ROWS = [  # (model, deployment, serve spec): aggregated chunked prefill at two loads, disaggregated, af ping-pong
+ROWS = [  # (model, deployment, serve spec): aggregated chunked prefill at two loads, disaggregated, DP attention
     ("llama3-8b", "tp=1,batch=64,chunk=2048,replicas=1", {"isl": 2048, "osl": 128, "arrival_rate_per_s": 1.0}),
     ("llama3-8b", "tp=1,batch=64,chunk=2048,replicas=1", {"isl": 2048, "osl": 128, "arrival_rate_per_s": 8.0}),
     ("llama3-8b", "prefill:1x(tp=1)+decode:1x(tp=1,batch=128)", {"isl": 2048, "osl": 128, "arrival_rate_per_s": 4.0}),
     ("llama3-70b", "tp=8,batch=64,chunk=2048,replicas=1", {"isl": 2048, "osl": 128, "arrival_rate_per_s": 3.0}),
+    # attention-DP ranks in lock-step: aggregated, and a disaggregated prefill pool
+    ("mixtral-8x7b", "tp=2,dp=4,ep=8,batch=256,chunk=4096,replicas=1",
+     {"isl": 2048, "osl": 128, "arrival_rate_per_s": 4.0}),
+    ("mixtral-8x7b", "prefill:1x(tp=2,dp=2,ep=4)+decode:1x(tp=4,batch=256)",
+     {"isl": 2048, "osl": 128, "arrival_rate_per_s": 4.0}),
 ]
 N = 300
 

@@ -138,11 +138,12 @@ SMALL = {"isl": 512, "osl": 128, "concurrency": 16}
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tp=st.sampled_from([1, 2, 4, 8]), batch=st.sampled_from([8, 32, 128]), chunk=st.sampled_from([0, 512, 2048]),
-       scale=st.floats(1.0, 4.0))
-def test_invariants_faster_and_bigger_hardware(tp, batch, chunk, scale):
+       scale=st.floats(1.0, 4.0), dp=st.sampled_from([1, 2, 4]))
+def test_invariants_faster_and_bigger_hardware(tp, batch, chunk, scale, dp):
     w = load_workload("llama3-8b", seq_len=1, global_batch=1)
     c = load_cluster("h100-sxm-80gb:1x8")
-    dep = Deployment("aggregated", (Pool("mixed", 1, tp, 1, 1, 1, batch, chunk),))
+    dp = max(1, min(dp, 8 // tp))  # attention-DP ranks within the node
+    dep = Deployment("aggregated", (Pool("mixed", 1, tp, 1, 1, dp, batch, chunk),))
     base = estimate_serving(w, c, SMALL, dep)
     g = c.group
     dev = g.device
