@@ -138,3 +138,12 @@ def port_floor(P, tp, cp, pp, v, m, dpn, dp_span, send_work, dp_total, edp=None,
     nic = np.where(on_nic, sends, 0.0) + np.where(dp_on & dp_nic, dp_total, 0.0)
     nvl = np.where(on_nvl, sends, 0.0) + np.where(dp_on & ~dp_nic, dp_total, 0.0)
     return np.maximum(nic, nvl)
+
+
+def fwd_hidden_a2a(kind):
+    """The overlapped all-to-all work a layer's forward puts on its port: the layer's hidden volume spread over its
+    compute in proportion to time (as the executor lays it, ``executor/a2a.py``), the forward's share of it; 0 for
+    a dense layer.  It shares the port with the next step's parameter all-gather behind the first forwards."""
+    t = kind.terms
+    cf, cb = t.fwd - t.ep_fwd, t.bwd - t.ep_bwd
+    return t.ep_hidden * cf / np.maximum(cf + cb, 1e-30)

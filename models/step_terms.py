@@ -16,8 +16,8 @@ from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
-from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, p2p_shares, port_contention,
-                                      port_floor, rs_beside_a2a)
+from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
+                                       port_contention, port_floor, rs_beside_a2a)
 from parplan.models import rtp_terms
 from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
@@ -221,7 +221,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     t_pipe = m * t_max + (sum_slots - t_max) / v
     bubble = t_pipe - m * t_max
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
-    gath = np.maximum(gather_exposure(ag_f, f_first, v, warm, op_), gather_exposure(ag_l, f_last, v, warm, op_))
+    gf_, gl_ = ag_f, ag_l
+    if not one_kind:  # (MoE) the gather shares its port with the forwards' overlapped all-to-all (``port_terms``)
+        ep_r = np.asarray(mix.ep_ranks, dtype=f64)
+        same = ((dp_span <= dpn) == (ep_r <= dpn)) & (ep_r > 1)
+        gf_ = ag_f + np.where(same & (ag_f > 0), over(c_first, fwd_hidden_a2a), 0.0)
+        gl_ = ag_l + np.where(same & (ag_l > 0), over(c_last, fwd_hidden_a2a), 0.0)
+    gath = np.maximum(gather_exposure(gf_, f_first, v, warm, op_), gather_exposure(gl_, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = red_x(rs_f, rs_l) + gath + rep
     # ZeRO-2: the layers' buckets go behind their own backward; the embedding's gradient (first stage) comes last,

@@ -8,7 +8,7 @@ that moves any bit of any output fails it.  Beside each digest it records summar
 a weighted sum, min, max) that the test compares within 1e-9 on any machine: the digests are exact only for the
 numpy build and CPU they were written on (one ulp of log2 or interp may differ elsewhere: numpy picks its SIMD
 loops by the CPU's instruction sets, recorded as ``simd``), the figures are not.
-Regenerate only when a change of the model's numbers is intended.
+Regenerate only when a change of the model's numbers is intended (``--only CASE …`` for the cases it is meant for).
 """
 from __future__ import annotations
 
@@ -87,9 +87,30 @@ def compute(case_id: str) -> dict:
     return out
 
 
-def main() -> None:
-    data = {"numpy": np.__version__, "machine": platform.machine(), "simd": simd(),
-            "cases": {cid: compute(cid) for cid in CASES}}
+def build() -> dict:
+    return {"numpy": np.__version__, "machine": platform.machine(), "simd": simd()}
+
+
+def case_build(pin: dict, case_id: str) -> dict:
+    """The build a case's digests were written with: its own where only it was rewritten (``--only``)."""
+    return pin.get("builds", {}).get(case_id) or {k: pin.get(k) for k in ("numpy", "machine", "simd")}
+
+
+def main(argv=None) -> None:
+    """``--only CASE …`` rewrites those cases alone (a change meant for them), recording the build they were
+    computed with beside them, so the other cases keep the digests of their own build."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", nargs="+", choices=sorted(CASES), default=None)
+    a = ap.parse_args(argv)
+    if a.only:
+        data = json.loads(OUT.read_text())
+        for cid in a.only:
+            data["cases"][cid] = compute(cid)
+            data.setdefault("builds", {})[cid] = build()
+    else:
+        data = {**build(), "cases": {cid: compute(cid) for cid in CASES}}
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     print(f"wrote {OUT.name}: {sum(len(v) for v in data['cases'].values())} digests")
 
