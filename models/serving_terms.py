@@ -250,8 +250,9 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
 
     Attention-DP ranks (dp > 1) each run their own requests, in lock-step where MoE layers join them: the
     attention half and dense layers take the busiest rank's tokens, the routed experts every rank's.  The
-    decodes and cache spread evenly; the prompt tokens too unless ``prefill_rank_tokens`` names the busiest
-    rank's (a prompt alone sits on one rank: SGLang's DP attention, each worker's own scheduler)."""
+    decodes and cache spread evenly, a whole sequence at least on the busiest rank; the prompt tokens too unless
+    ``prefill_rank_tokens`` names the busiest rank's (a prompt alone sits on one rank: SGLang's DP attention,
+    each worker's own scheduler)."""
     m = c.model
     tp, pp, dp, ep = (np.asarray(a, dtype=np.float64) for a in (s.tp, s.pp, s.dp, s.ep))
     Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
@@ -259,6 +260,10 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
     split = dp * pp  # tokens per attention rank and micro-batch
     xp, xd, kv = Tp / split, Td / split, KV / split
     x_all = (xp + xd) * dp  # the replica's tokens per micro-batch, every rank's (the routed experts)
+    # a sequence decodes on one rank: the busiest holds at least one whole one (and its cache) while any decodes
+    xd1 = np.maximum(xd, np.minimum(Td, 1.0) / pp)
+    kv = kv * np.where(xd > 0, xd1 / np.where(xd > 0, xd, 1.0), 1.0)
+    xd = xd1
     seq_split = split
     if prefill_rank_tokens is not None:  # the busiest rank's prompt tokens (never fewer than an even share)
         xp = np.maximum(np.asarray(prefill_rank_tokens, dtype=np.float64) / pp, xp)

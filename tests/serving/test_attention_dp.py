@@ -15,19 +15,27 @@ from parplan.serving import _inputs
 ONE_USER = {"isl": 4096, "osl": 8, "concurrency": 1}
 
 
-def _ttft(model, dep, serve=ONE_USER, n=8):
+def _run(model, dep, serve=ONE_USER, n=8):
     w, c, s = _inputs(model, "dgx-h100-64", serve)
     d = as_deployment(dep, c.n_devices)
-    return estimate_serving(w, c, s, d).ttft_p50_s, simulate_serving(w, c, s, d, n_requests=n, seed=0,
-                                                                      warmup=1).ttft_s.p50
+    return estimate_serving(w, c, s, d), simulate_serving(w, c, s, d, n_requests=n, seed=0, warmup=1)
+
+
+def _ttft(model, dep, serve=ONE_USER, n=8):
+    e, sim = _run(model, dep, serve, n)
+    return e.ttft_p50_s, sim.ttft_s.p50
 
 
 def test_a_lone_prompt_takes_one_rank_of_a_dense_replica():
-    # dense: two ranks of tp=1 with a 2048-token replica budget are, for one prompt, one tp=1 replica of chunk 1024
-    m2, s2 = _ttft("llama3-8b", "tp=1,dp=2,batch=64,chunk=2048")
-    m1, s1 = _ttft("llama3-8b", "tp=1,batch=32,chunk=1024")
-    assert m2 == pytest.approx(m1, rel=1e-4) and s2 == pytest.approx(s1, rel=1e-4)
-    assert m2 == pytest.approx(s2, rel=1e-3)  # the model and the lock-step executor agree
+    # dense: two ranks of tp=1 with a 2048-token replica budget are, for one user, one tp=1 replica of chunk 1024
+    e2, sim2 = _run("llama3-8b", "tp=1,dp=2,batch=64,chunk=2048")
+    e1, sim1 = _run("llama3-8b", "tp=1,batch=32,chunk=1024")
+    assert e2.ttft_p50_s == pytest.approx(e1.ttft_p50_s, rel=1e-4)
+    assert sim2.ttft_s.p50 == pytest.approx(sim1.ttft_s.p50, rel=1e-4)
+    assert e2.ttft_p50_s == pytest.approx(sim2.ttft_s.p50, rel=1e-3)  # the model and the lock-step executor agree
+    # its decode is one whole sequence on one rank, not half a sequence on each
+    assert sim2.tpot_s.p50 == pytest.approx(sim1.tpot_s.p50, rel=1e-6)
+    assert e2.tpot_p50_s == pytest.approx(e1.tpot_p50_s, rel=0.01)
 
 
 def test_moe_lone_prompt_is_not_spread_over_the_ranks():
