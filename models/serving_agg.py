@@ -100,7 +100,7 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
     rho, S, n_p, tbar = rates(lam, k)
     overload = (load == "open") & (over_cap | (rho >= 1.0))
     rho_w = rho * seen
-    Wm, W50, W99, th, K = mgc_wait(R, rho_w, S / R, cv2) if POOLED else wait_quantiles(rho_w, S, cv2)
+    Wm, W50, W99, th, K = mgc_wait(R, rho_w, S, cv2) if POOLED else wait_quantiles(rho_w, S, cv2)
     busy = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1))
     resid = busy * k["t0"] / 2.0
     dpa = np.asarray(dp, dtype=np.float64) + 0.0 * b
