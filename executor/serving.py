@@ -227,8 +227,7 @@ def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS
         held = (reps[0].cap if dp == 1 else reps[0].rank_cap) * BLOCK_TOKENS  # a request lives on one rank
         if need > held:
             raise SpecError(f"a request needs {need:,} KV tokens, more than one {'rank' if dp > 1 else 'replica'} of "
-                            f"pool {i} ({p.role}) holds "
-                            f"({held:,})", key=f"pools[{i}]",
+                            f"pool {i} ({p.role}) holds ({held:,})", key=f"pools[{i}]",
                             hint="shorter requests, more KV memory per replica (tp, precision) or fewer weights")
         (decode if role == "decode" else entry).extend(reps)
         meta.append({"role": p.role, "replicas": reps, "kv_tokens": reps[0].cap * BLOCK_TOKENS})

@@ -45,7 +45,7 @@ class RankGroup:
             record((p, d, kv))
             return 1.0
         self.ranks = [Replica(idx, pool, role, share, rank_fn, reqs) for _ in range(dp)]
-        self.idx, self.pool, self.role, self.cost, self.fn, self.R = idx, pool, role, cost, fn, reqs
+        self._idx, self.pool, self.role, self.cost, self.fn, self.R = idx, pool, role, cost, fn, reqs
         self.busy = False
         self.iterations = self.dec_total = 0
         self.busy_s = self.block_s = 0.0
@@ -54,11 +54,15 @@ class RankGroup:
         self._active: list = []
         self._where: dict = {}  # rid -> its rank
 
-    def __setattr__(self, name, value):
-        if name == "idx" and "ranks" in self.__dict__:
-            for r in self.ranks:
-                r.idx = value
-        object.__setattr__(self, name, value)
+    @property
+    def idx(self) -> int:
+        return self._idx
+
+    @idx.setter
+    def idx(self, value: int) -> None:  # the loop numbers the replicas; a request's replica is its ranks' index
+        self._idx = value
+        for r in self.ranks:
+            r.idx = value
 
     # what the loop and the statistics read of a replica: the ranks' sums
     load, used, held, cap = _summed("load"), _summed("used"), _summed("held"), _summed("cap")

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from parplan.models.serving_queue import (chunk_costs, chunk_rates, mg1_wait, mgc_wait, rank_rates, sum_p99,
-                                          tpot_spread, wait_quantiles)
+from parplan.models.serving_queue import (chunk_costs, chunk_rates, mg1_wait, mgc_wait, prefill_mix,
+                                          rank_queues, rank_rates, sum_p99, tpot_spread, wait_quantiles)
 from parplan.models.serving_terms import total
 
 
@@ -54,15 +54,15 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
         n_u = N / R if N is not None else 2.0 * slots
         seen = (N - 1.0) / N if N is not None else 1.0 - 1.0 / (2.0 * slots * R)
 
-    dpa_ = np.asarray(dp, dtype=np.float64)
-    lockstep = bool(np.any(dpa_ > 1.0))
+    dpa = np.asarray(dp, dtype=np.float64)
+    lockstep = bool(np.any(dpa > 1.0))
 
     def rates(lam, k):
         """``chunk_rates``; attention-DP ranks in lock-step: their inter-token time (``rank_rates``)."""
         r = chunk_rates(lam, k)
         if not lockstep:
             return r
-        return r[0], r[1], r[2], np.where(dpa_ > 1.0, rank_rates(lam, k, C, I, dpa_)[3], r[3])
+        return r[0], r[1], r[2], np.where(dpa > 1.0, rank_rates(lam, k, C, I, dpa)[3], r[3])
 
     def costs(b):
         """Decode iterations at the batch a decoding request sees (itself + b·seen others); its prompt's
@@ -103,9 +103,8 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
     Wm, W50, W99, th, K = mgc_wait(R, rho_w, S, cv2) if POOLED else wait_quantiles(rho_w, S, cv2)
     busy = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1))
     resid = busy * k["t0"] / 2.0
-    dpa = np.asarray(dp, dtype=np.float64) + 0.0 * b
     lock = (0.0 * b, 0.0 * b)
-    if np.any(dpa > 1.0):
+    if lockstep:
         Wr, lock = rank_queues(lam, k, C, I, dpa, R, seen, cv2)
         Wm, W50, W99, th, K = (np.where(dpa > 1.0, x, y) for x, y in zip(Wr, (Wm, W50, W99, th, K)))
         lock = tuple(np.where(dpa > 1.0, x, 0.0) for x in lock)
@@ -124,26 +123,13 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
             "tpot_sd": sd, "theta": th, "K": K, "fixed": extra + sI + resid + lock[0], "t0": k["t0"]}
 
 
-def rank_queues(lam, k, C, I, dp, R, seen, cv2):
-    """The prompt wait of a replica of ``dp`` attention-DP ranks in lock-step (``serving_ranks``): each rank queues
-    its own prompts (least-loaded routing over the R·dp ranks, ``mgc_wait``) at its share ρᵣ and service Sᵣ
-    (``serving_queue.rank_rates``); and a prompt also waits for the chunk the other ranks are running — 0 with
-    probability (1 − ρᵣ)^(dp − 1), else uniform over one iteration L (derived).  Returns the wait's (mean, p50,
-    p99, θ, K) and that lock-step residual's (mean, p99)."""
-    rho_r, S_r, _, _ = rank_rates(lam, k, C, I, dp)
-    others = 1.0 - np.power(1.0 - rho_r * seen, np.maximum(dp - 1.0, 0.0))  # another rank is prefilling
-    L = np.where(C > 0, k["full_r"], k["s_alone"])
-    lock = (others * L / 2.0, np.where(others > 0.01, L * (1.0 - 0.01 / np.maximum(others, 1e-12)), 0.0))
-    return mgc_wait(R * dp, rho_r * seen, S_r, cv2), lock
-
-
 def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit, dp=None):
     """Disaggregated prefill/decode: the decode batch by Little's law at the decode pool, the prompt queue of the
     prefill pool (``Rp`` replicas behind the least-loaded router: ``mgc_wait``; ``t_p1`` one replica iteration,
     which prefills a prompt on each of its ``dp`` attention-DP ranks), the KV transfer; ``pit``: parts of a prefill
     iteration.  Ranks in lock-step serve in bulk: a prompt waits for the running iteration even where its own rank
     is free, so a replica is one server whose prompts take the lone iteration when alone and 1/dp of the full one
-    when queued, mixed by the prefill-busy share (``serving_queue.chunk_rates``' form)."""
+    when queued, mixed by the prefill-busy share (``serving_queue.prefill_mix``)."""
     I, O = float(serving.isl_mean), float(serving.osl_mean)
     load = serving.load
 
@@ -172,10 +158,9 @@ def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50
     S_w = t_p1
     if np.any(ranks > 1.0):
         lam_r, s_pack = r_tot / Rp, t_p1 / ranks
-        mix = np.clip(lam_r * s_one / (1.0 + lam_r * (s_one - s_pack)), 0.0, None)
-        m_ = np.minimum(mix, 1.0)
-        rho = np.where(ranks > 1.0, mix, rho)
-        S_w = np.where(ranks > 1.0, (1.0 - m_) * s_one + m_ * s_pack, t_p1)
+        mix, _, S_mix = prefill_mix(lam_r, s_one, s_pack)
+        rho = np.where(ranks > 1.0, np.maximum(mix, 0.0), rho)
+        S_w = np.where(ranks > 1.0, S_mix, t_p1)
     rho_w = rho * seen
     Wm, W50, W99, th, K = mgc_wait(Rp, rho_w, S_w, cv2)
     extra = np.zeros_like(R)

@@ -60,14 +60,20 @@ def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0):
             "k_pack": k_pack, "beta_r": beta_r, "full_r": full_r}
 
 
+def prefill_mix(lam, s_alone, s_pack):
+    """A prompt queue at rate ``lam`` whose prompts take ``s_alone`` when alone and ``s_pack`` packed behind others:
+    the prefill-busy share ρ = λ·S_alone / (1 + λ·(S_alone − S_packed)) (module docstring), ρ clipped to [0, 1], and
+    the mean service (1 − ρ)·alone + ρ·packed."""
+    rho = lam * s_alone / (1.0 + lam * (s_alone - s_pack))
+    r = np.clip(rho, 0.0, 1.0)
+    return rho, r, (1.0 - r) * s_alone + r * s_pack
+
+
 def chunk_rates(lam, k):
     """Per replica at prompt arrival rate ``lam`` (1/s) and costs ``k`` (``chunk_costs``): the prefill-busy share
     ρ, the mean prompt service S, the prefill iterations per prompt, and the mean inter-token time t̄."""
     lam = np.asarray(lam, dtype=np.float64)
-    d = k["s_alone"] - k["s_pack"]
-    rho = lam * k["s_alone"] / (1.0 + lam * d)
-    r = np.clip(rho, 0.0, 1.0)
-    S = (1.0 - r) * k["s_alone"] + r * k["s_pack"]
+    rho, r, S = prefill_mix(lam, k["s_alone"], k["s_pack"])
     n_p = (1.0 - r) * k["k_alone"] + r * k["k_pack"]
     tbar = 1.0 / (lam * n_p + (1.0 - r) / k["t0"])
     return rho, S, n_p, tbar
@@ -75,14 +81,13 @@ def chunk_rates(lam, k):
 
 def rank_rates(lam, k, C, I, dp):
     """A replica of ``dp`` attention-DP ranks in lock-step at prompt rate ``lam``: each rank's prefill-busy share
-    ρᵣ and its mean prompt service Sᵣ (``chunk_rates``' mix on one rank's budget, at λ/dp), the share of iterations
+    ρᵣ and its mean prompt service Sᵣ (``prefill_mix`` on one rank's budget, at λ/dp), the share of iterations
     in which some rank prefills, 1 − (1 − ρᵣ)^dp (ranks independent), and the mean inter-token time those
     iterations leave a decoding sequence, t̄ = 1/(ρ_any/T_p + (1 − ρ_any)/t₀) with T_p the mean prefill iteration
     (every rank waits for the prefilling ones; derived)."""
     lam_r = np.asarray(lam, dtype=np.float64) / dp
     s_pr = np.where(C > 0, I / k["beta_r"] * k["full_r"], k["s_alone"])  # its own rank packed
-    rho_r = np.clip(lam_r * k["s_alone"] / (1.0 + lam_r * (k["s_alone"] - s_pr)), 0.0, 1.0)
-    S_r = (1.0 - rho_r) * k["s_alone"] + rho_r * s_pr
+    _, rho_r, S_r = prefill_mix(lam_r, k["s_alone"], s_pr)
     any_ = 1.0 - np.power(1.0 - rho_r, dp)
     # a prefill iteration: one rank's chunk (a lone prompt's mean iteration) up to every rank's (the full one),
     # by the ranks prefilling in it, dp·ρᵣ/ρ_any on average (linear between the two; derived)
@@ -92,6 +97,19 @@ def rank_rates(lam, k, C, I, dp):
     t_p = t_one + busy * np.maximum(t_all - t_one, 0.0)
     tbar = 1.0 / (any_ / t_p + (1.0 - any_) / k["t0"])
     return rho_r, S_r, any_, tbar
+
+
+def rank_queues(lam, k, C, I, dp, R, seen, cv2):
+    """The prompt wait of a replica of ``dp`` attention-DP ranks in lock-step (``executor/serving_ranks.py``): each
+    rank queues its own prompts (least-loaded routing over the R·dp ranks, ``mgc_wait``) at its share ρᵣ and
+    service Sᵣ (``rank_rates``); and a prompt also waits for the chunk the other ranks are running — 0 with
+    probability (1 − ρᵣ)^(dp − 1), else uniform over one iteration L (derived).  Returns the wait's (mean, p50,
+    p99, θ, K) and that lock-step residual's (mean, p99)."""
+    rho_r, S_r, _, _ = rank_rates(lam, k, C, I, dp)
+    others = 1.0 - np.power(1.0 - rho_r * seen, np.maximum(dp - 1.0, 0.0))  # another rank is prefilling
+    L = np.where(C > 0, k["full_r"], k["s_alone"])
+    lock = (others * L / 2.0, np.where(others > 0.01, L * (1.0 - 0.01 / np.maximum(others, 1e-12)), 0.0))
+    return mgc_wait(R * dp, rho_r * seen, S_r, cv2), lock
 
 
 def mg1_wait(rho, S, cv2):
@@ -158,8 +176,8 @@ def tpot_spread(tbar, t0, S, n_p, lam, O):
     return extra * n_p * np.sqrt(np.maximum(lam * D, 0.0)) / O1
 
 
-__all__ = ["Z99", "chunk_costs", "chunk_rates", "rank_rates", "mg1_wait", "mg1_tail", "tail_quantile", "wait_quantiles", "sum_p99",
-           "tpot_spread"]
+__all__ = ["Z99", "chunk_costs", "chunk_rates", "prefill_mix", "rank_rates", "rank_queues", "mg1_wait",
+           "mg1_tail", "tail_quantile", "wait_quantiles", "sum_p99", "tpot_spread"]
 
 
 def erlang_c(c, rho):

@@ -223,10 +223,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
     gf_, gl_ = ag_f, ag_l
     if not one_kind:  # (MoE) the gather shares its port with the forwards' overlapped all-to-all (``port_terms``)
-        ep_r = np.asarray(mix.ep_ranks, dtype=f64)
-        same = ((dp_span <= dpn) == (ep_r <= dpn)) & (ep_r > 1)
-        gf_ = ag_f + np.where(same & (ag_f > 0), over(c_first, fwd_hidden_a2a), 0.0)
-        gl_ = ag_l + np.where(same & (ag_l > 0), over(c_last, fwd_hidden_a2a), 0.0)
+        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
+        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)  # the DP and EP groups' port
+        gf_ = ag_f + np.where(same_port & (ag_f > 0), over(c_first, fwd_hidden_a2a), 0.0)
+        gl_ = ag_l + np.where(same_port & (ag_l > 0), over(c_last, fwd_hidden_a2a), 0.0)
     gath = np.maximum(gather_exposure(gf_, f_first, v, warm, op_), gather_exposure(gl_, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
     dp1 = red_x(rs_f, rs_l) + gath + rep
@@ -240,9 +240,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     share = np.zeros_like(dp, dtype=bool)
     rs2 = [rs_f, rs_l, rs_m]
     if not one_kind:
-        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
-        share = (((dp_span <= dpn) == (ep_span <= dpn)) & (P.dp * P.cp > 1) & (ep_span > 1)
-                 & ~np.asarray(mix.pair_on, dtype=bool))
+        share = same_port & (P.dp * P.cp > 1) & ~np.asarray(mix.pair_on, dtype=bool)
         rs2 = rs_beside_a2a(rs2, (0.0, head_l, 0.0), (c_first, c_last, c_mid), over, share, rc)
     wf_m = f_mid if one_kind else f_mid - over(c_mid, lambda k: k.terms.ep_fwd_pair)
     grow2, steady2, chain2 = zero2_terms(
