@@ -1,8 +1,9 @@
 """The ``parplan`` command: a thin typer layer over the public API.
 
 Start-up: a command line whose first word names a command builds that command alone (``parplan suggest …`` neither
-imports the estimate, simulate, plot … modules nor builds their options: benchmarks/startup.py); ``--help``, a bare
-``parplan``, shell completion and anything else build every command.  ``app``, the full command (typer's CliRunner,
+imports the estimate, simulate, plot … modules nor builds their options: benchmarks/startup.py); ``--help`` and a
+bare ``parplan`` draw the root help from the commands' summaries (``SUMMARIES``) without building any; shell
+completion and anything else build every command.  ``app``, the full command (typer's CliRunner,
 ``python -m parplan``), is built on first use.
 """
 from __future__ import annotations
@@ -19,6 +20,30 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "estimate_cmd": ("estimate",), "catalog_cmd": ("catalog",), "suggest_cmd": ("suggest",),
     "check_cmd": ("check",), "simulate_cmd": ("simulate",), "validate_cmd": ("validate",),
     "export_cmd": ("export",), "plot_cmd": ("plot",), "sweep_cmd": ("sweep",), "calibrate_cmd": ("calibrate",),
+}
+
+
+# what the bare root help (`parplan`, `parplan --help`) lists, in its order: each command's summary, the first
+# paragraph of its own help (tests/cli/test_startup_imports.py checks that the screen is the full command's where no
+# line wraps; on a narrow terminal a summary wraps as one paragraph where the full command keeps its docstring's line
+# breaks), so that drawing it imports no command module and converts no command's options (benchmarks/startup.py)
+SUMMARIES: dict[str, str] = {
+    "estimate": "Predict step time, throughput, MFU and memory of one parallel plan (--serve: of a serving deployment).",
+    "suggest": "Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced "
+               "heterogeneous plans beside the uniform and fastest-group baselines; --serve: serving deployments).",
+    "check": "Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input.",
+    "simulate": "Simulate one training step of a plan, op by op (reference executor); --serve: a serving deployment, "
+                "request by request.",
+    "validate": "Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance "
+                "(--serve: TTFT p50/p99, TPOT and throughput of serving deployments).",
+    "export": "Write a plan as a framework's launch arguments or config (Megatron-LM script, NeMo YAML, torchtitan "
+              "TOML, DeepSpeed config + launcher, MaxText YAML), or a serving deployment (--serve, --deployment) as a "
+              "vLLM, SGLang or TensorRT-LLM launch script.",
+    "sweep": "Search every model × cluster (× size) and write the best plans of each as one tidy table (resumable; "
+             "locally in parallel, or on a Dask cluster).",
+    "catalog": "List, show and add catalog entries (bundled and user: PARPLAN_CATALOG_PATH).",
+    "plot": "Write a figure (PNG or SVG): pareto | breakdown | timeline | scaling.",
+    "calibrate": "Measure this machine into a hardware file that --hw accepts.",
 }
 
 
@@ -58,10 +83,31 @@ def build_app(modules: Iterable[str] = tuple(COMMANDS)):
     return app
 
 
+def root_help_command():
+    """The root command as ``parplan`` and ``parplan --help`` show it: its own options, and every command as a stub
+    that carries only its summary (the help screen is the full command's; nothing else can run on it)."""
+    import typer
+    from typer.core import TyperCommand
+
+    group = typer.main.get_command(build_app(()))
+    for name, summary in SUMMARIES.items():
+        group.add_command(TyperCommand(name=name, help=summary))
+    return group
+
+
+def root_help_only(argv: "list[str]") -> bool:
+    """Whether ``argv`` asks for the root help screen and nothing else (no shell-completion request)."""
+    return argv in ([], ["--help"]) and not _completing()
+
+
+def _completing() -> bool:
+    return any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ)
+
+
 def command_module(argv: "list[str]") -> Optional[str]:
     """The module of the command named by the first word of ``argv``; None (build every command) for an option,
     an unknown word, nothing, or a shell-completion request (``_PARPLAN_COMPLETE`` and the like)."""
-    if not argv or any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+    if not argv or _completing():
         return None
     return next((m for m, names in COMMANDS.items() if argv[0] in names), None)
 
@@ -84,8 +130,12 @@ def main(prog_name: Optional[str] = None) -> None:
     # distribution's entry points for one (importlib.metadata, ~10 ms of each command; pydantic docs, "Plugins":
     # PYDANTIC_DISABLE_PLUGINS=__all__).  A value the user set is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    module = command_module(sys.argv[1:])
-    app = build_app([module]) if module is not None else __getattr__("app")
+    argv = sys.argv[1:]
+    module = command_module(argv)
+    if module is None and root_help_only(argv):
+        app = root_help_command()
+    else:
+        app = build_app([module]) if module is not None else __getattr__("app")
     try:
         if prog_name is None:
             app()
