@@ -24,22 +24,21 @@ COMMANDS: dict[str, tuple[str, ...]] = {
 
 
 # what the bare root help (`parplan`, `parplan --help`) lists, in its order: each command's summary, the first
-# paragraph of its own help (tests/cli/test_startup_imports.py checks that the screen is the full command's where no
-# line wraps; on a narrow terminal a summary wraps as one paragraph where the full command keeps its docstring's line
-# breaks), so that drawing it imports no command module and converts no command's options (benchmarks/startup.py)
+# paragraph of its own help with its line breaks (tests/cli/test_startup_imports.py checks both and that the screen is
+# the full command's), so that drawing it imports no command module and converts no command's options
 SUMMARIES: dict[str, str] = {
     "estimate": "Predict step time, throughput, MFU and memory of one parallel plan (--serve: of a serving deployment).",
-    "suggest": "Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced "
+    "suggest": "Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced\n"
                "heterogeneous plans beside the uniform and fastest-group baselines; --serve: serving deployments).",
     "check": "Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input.",
-    "simulate": "Simulate one training step of a plan, op by op (reference executor); --serve: a serving deployment, "
+    "simulate": "Simulate one training step of a plan, op by op (reference executor); --serve: a serving deployment,\n"
                 "request by request.",
-    "validate": "Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance "
-                "(--serve: TTFT p50/p99, TPOT and throughput of serving deployments).",
-    "export": "Write a plan as a framework's launch arguments or config (Megatron-LM script, NeMo YAML, torchtitan "
-              "TOML, DeepSpeed config + launcher, MaxText YAML), or a serving deployment (--serve, --deployment) as a "
-              "vLLM, SGLang or TensorRT-LLM launch script.",
-    "sweep": "Search every model × cluster (× size) and write the best plans of each as one tidy table (resumable; "
+    "validate": "Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance (--serve:\n"
+                "TTFT p50/p99, TPOT and throughput of serving deployments).",
+    "export": "Write a plan as a framework's launch arguments or config (Megatron-LM script, NeMo YAML, torchtitan TOML,\n"
+              "DeepSpeed config + launcher, MaxText YAML), or a serving deployment (--serve, --deployment) as a vLLM,\n"
+              "SGLang or TensorRT-LLM launch script.",
+    "sweep": "Search every model × cluster (× size) and write the best plans of each as one tidy table (resumable;\n"
              "locally in parallel, or on a Dask cluster).",
     "catalog": "List, show and add catalog entries (bundled and user: PARPLAN_CATALOG_PATH).",
     "plot": "Write a figure (PNG or SVG): pareto | breakdown | timeline | scaling.",
@@ -84,8 +83,9 @@ def build_app(modules: Iterable[str] = tuple(COMMANDS)):
 
 
 def root_help_command():
-    """The root command as ``parplan`` and ``parplan --help`` show it: its own options, and every command as a stub
-    that carries only its summary (the help screen is the full command's; nothing else can run on it)."""
+    """The root command as ``parplan`` and ``parplan --help`` show it: its own options, and every command as a
+    help-only entry carrying its summary (the screen is the full command's; ``main`` uses it for those two
+    command lines only, every other one builds the real commands)."""
     import typer
     from typer.core import TyperCommand
 
@@ -131,10 +131,10 @@ def main(prog_name: Optional[str] = None) -> None:
     # PYDANTIC_DISABLE_PLUGINS=__all__).  A value the user set is kept.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     argv = sys.argv[1:]
-    module = command_module(argv)
-    if module is None and root_help_only(argv):
+    if root_help_only(argv):
         app = root_help_command()
     else:
+        module = command_module(argv)
         app = build_app([module]) if module is not None else __getattr__("app")
     try:
         if prog_name is None:
