@@ -6,7 +6,9 @@ inside one scale-up domain, the NIC where it spans domains — and what one port
   volume of the stage's MoE layers (every transfer, hidden or not: an overlap hides time, not bytes; full
   recompute replays the forward's dispatch and combine) plus the DP collectives that travel on the same port
   (ZeRO-2 reduce-scatters, ZeRO-3 gathers and reduce-scatters, the ZeRO-1/2 all-gather spread over the micro-
-  batches).  What the overlap formulas hid beyond that budget is contention, charged to the all-to-all part.
+  batches), and the port idles while the output heads compute (the exposed all-to-alls before and after them
+  leave nothing to send: the executor's trace shows the link idle there).  What the overlap formulas hid beyond
+  that budget is contention, charged to the all-to-all part.
 * One port, two flows: where the EP group and the DP group leave by the same port and no pair overlap hides the
   all-to-all, the two share the port equally, so the exposed all-to-all takes up to its own time again
   (min(exposed all-to-all, DP work on the port) per micro-batch and stage).  Under the pair overlap the exposed
@@ -32,6 +34,7 @@ class PortStage:
     rs: object
     ag: object
     ag_b: object
+    idle: object = 0.0  # compute per micro-batch with nothing for the port to carry (the output heads)
 
 
 def dp_slot_work(zero, rs, ag, ag_b):
@@ -59,7 +62,7 @@ def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, sh
         # NVLink: the whole all-to-all of an in-domain EP group and the DP collectives inside the domain
         a2a_all = over(st.counts, lambda k: k.terms.ep_fwd * replay + k.terms.ep_bwd + k.terms.ep_hidden)
         nvl = np.where(ep_nvl, a2a_all, 0.0) + np.where(dp_on & ~dp_nic, dp_work(st), 0.0)
-        return np.maximum(nic, nvl)
+        return np.maximum(nic, nvl) + st.idle
 
     def shared(st: PortStage):
         dp_w = dp_slot_work(zero, st.rs, st.ag, st.ag_b)

@@ -166,3 +166,30 @@ def test_ep_a2a_overlap_training_key_is_checked_at_the_door():
         load_workload("qwen3-30b-a3b", ep_a2a_overlap="always")
     with pytest.raises(SpecError, match="applies to moe-transformer workloads"):
         load_workload("llama3-8b", ep_a2a_overlap="none")
+
+
+def test_a_port_bound_stage_also_holds_its_output_heads_compute():
+    """port_terms.port_contention by hand: one stage, m micro-batches; the NIC carries 3 s of all-to-all and DP work
+    per slot of 2 s, and the port idles 0.5 s while the heads compute: the step gains m·(3 + 0.5 − 2)."""
+    from parplan.models.port_terms import PortStage, port_contention
+
+    one = np.array([1.0])
+    over = lambda counts, fn: counts[0] * fn(_Kind())  # noqa: E731
+
+    def contention(idle):
+        st = PortStage([one], 2.0 * one, 0.0 * one, 0.0 * one, 0.0 * one, idle * one)
+        return port_contention([st, st, st], over=over, zero=np.array([0]), rc=np.array([0]), pp=np.array([2]),
+                               m=4.0, t_max=2.0 * one, steady_dp=0.0 * one, gath=0.0 * one,
+                               share=np.array([False]), dp_on=np.array([False]), dp_span=one, ep_span=16.0 * one,
+                               dpn=8.0)
+
+    assert contention(0.0)[0] == pytest.approx(4 * (3.0 - 2.0))
+    assert contention(0.5)[0] == pytest.approx(4 * (3.0 + 0.5 - 2.0))
+
+
+class _Terms:
+    nic_a2a, ep_fwd, ep_bwd, ep_hidden = 3.0, 0.0, 0.0, 0.0
+
+
+class _Kind:
+    terms = _Terms()
