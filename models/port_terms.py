@@ -34,7 +34,7 @@ class PortStage:
     rs: object
     ag: object
     ag_b: object
-    idle: object = 0.0  # compute per micro-batch with nothing for the port to carry (the output heads)
+    idle: object = 0.0  # the output heads' compute per micro-batch (the port has nothing to carry meanwhile)
 
 
 def dp_slot_work(zero, rs, ag, ag_b):
@@ -62,7 +62,8 @@ def port_contention(stages, *, over, zero, rc, pp, m, t_max, steady_dp, gath, sh
         # NVLink: the whole all-to-all of an in-domain EP group and the DP collectives inside the domain
         a2a_all = over(st.counts, lambda k: k.terms.ep_fwd * replay + k.terms.ep_bwd + k.terms.ep_hidden)
         nvl = np.where(ep_nvl, a2a_all, 0.0) + np.where(dp_on & ~dp_nic, dp_work(st), 0.0)
-        return np.maximum(nic, nvl) + st.idle
+        # the exposed all-to-alls around the output heads drain the port: it idles while they compute
+        return np.maximum(nic, nvl) + np.where(ep_span > 1, st.idle, 0.0)
 
     def shared(st: PortStage):
         dp_w = dp_slot_work(zero, st.rs, st.ag, st.ag_b)

@@ -276,11 +276,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     port_c = 0.0
     if not one_kind:  # one port, one budget; one port, two flows (``port_terms``)
         steady_dp = np.select([zero == 2, zero == 3], [steady2, steady3], 0.0)
-        # the output heads' compute leaves the port idle: the exposed all-to-alls around them drain it (``port_terms``)
-        idle_heads = np.where(ep_span > 1, heads * (out_fwd + out_bwd), 0.0)
+        heads_s = heads * (out_fwd + out_bwd)  # the output heads' compute, with the port idle (``port_terms``)
         port_c = port_contention(
-            [PortStage(c_first, slot_first, rs_f, ag_f, ag_bf, np.where(single, idle_heads, 0.0)),
-             PortStage(c_last, slot_last, rs_l, ag_l, ag_bl, idle_heads),
+            [PortStage(c_first, slot_first, rs_f, ag_f, ag_bf, np.where(single, heads_s, 0.0)),
+             PortStage(c_last, slot_last, rs_l, ag_l, ag_bl, heads_s),
              PortStage(c_mid, slot_mid, rs_m, ag_m, ag_bm)],
             over=over, zero=zero, rc=rc, pp=pp, m=m, t_max=t_max, steady_dp=steady_dp, gath=gath, share=share,
             dp_on=P.dp * P.cp > 1, dp_span=dp_span, ep_span=ep_span, dpn=dpn)

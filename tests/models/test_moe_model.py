@@ -169,8 +169,8 @@ def test_ep_a2a_overlap_training_key_is_checked_at_the_door():
 
 
 def test_a_port_bound_stage_also_holds_its_output_heads_compute():
-    """port_terms.port_contention by hand: one stage, m micro-batches; the NIC carries 3 s of all-to-all and DP work
-    per slot of 2 s, and the port idles 0.5 s while the heads compute: the step gains m·(3 + 0.5 − 2)."""
+    """port_terms.port_contention by hand: stages of m micro-batches whose NIC carries 3 s of all-to-all per slot of
+    2 s, and idles 0.5 s while the heads compute: the step gains m·(3 + 0.5 − 2)."""
     from parplan.models.port_terms import PortStage, port_contention
 
     one = np.array([1.0])
