@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from parplan.models.dp_sync import DpGroup, dp_sync
 from parplan.models.layer_mix import LayerMix, stage_layers
 from parplan.models.layer_terms import StepContext
-from parplan.models.primitives.collectives import allreduce_s, gather_s
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
@@ -122,29 +122,13 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
                         np.where(tp * cp * pp < dpn, np.floor(dpn / (tp * pp)), cp))
     g_red = np.where(zero >= 2, e, 4.0) if fw.grad_reduce_dtype == "fp32" else np.full_like(dp, e)
     w_b = 1.0 if (fw.fp8_param_gather and c.in_b <= 1.05) else e
-    bucket = hw.dp_bucket_elements
     n_layers_max = np.maximum(np.maximum(n_first, n_last), n_mid_max)
     P_layer = float(K[0].params_tp)
 
-    def dp_sync(params, layer_elems, group, Sg, Rg, pn):
-        # message size of one collective: a framework bucket (DDP / distributed optimizer), or one layer (FSDP)
-        elems = np.where(zero >= 3, layer_elems, np.minimum(params, bucket))
-        ext = tp * cp * pp * Sg
-        bw_s, lat_s, mr_s = hw.group_busbw(elems * g_red, ext, np.minimum(pn, Sg), Sg, "gather")
-        bw_sa, lat_sa, mr_sa = hw.group_busbw(elems * w_b, ext, np.minimum(pn, Sg), Sg, "gather")
-        n_msgs = np.maximum(params / np.maximum(elems, 1.0), 1.0)
-        rs = gather_s(params * g_red, Sg, bw_s, lat_s, mr_s) + (n_msgs - 1) * np.where(Sg > 1, lat_s, 0.0)
-        ag = gather_s(params * w_b, Sg, bw_sa, lat_sa, mr_sa) + (n_msgs - 1) * np.where(Sg > 1, lat_sa, 0.0)
-        bw_r, lat_r, mr_r = hw.group_busbw(elems * g_red / Sg, tp * cp * pp * group, np.maximum(pn / Sg, 1.0),
-                                         Rg, "allreduce")
-        rep = allreduce_s(params * g_red / Sg, Rg, bw_r, lat_r, mr_r)  # hybrid sharding: all-reduce of the shards
-        bw_a, lat_a, mr_a = hw.group_busbw(elems * g_red, tp * cp * pp * group, pn, group, "allreduce")
-        ar = allreduce_s(params * g_red, group, bw_a, lat_a, mr_a) + (n_msgs - 1) * lat_a
-        return rs, ag, ar, rep
-
-    rs_f, ag_f, ar_f, rep_f = dp_sync(params_first, P_layer / tp, zdeg, S, R, per_node)
-    rs_l, ag_l, ar_l, rep_l = dp_sync(params_last, P_layer / tp, zdeg, S, R, per_node)
-    rs_m, ag_m, _, _ = dp_sync(params_mid, P_layer / tp, zdeg, S, R, per_node)  # a middle stage (ZeRO-3 drain)
+    dg = DpGroup(hw, zero, tp, cp, pp, g_red, w_b)
+    rs_f, ag_f, ar_f, rep_f = dp_sync(dg, params_first, P_layer / tp, zdeg, S, R, per_node)
+    rs_l, ag_l, ar_l, rep_l = dp_sync(dg, params_last, P_layer / tp, zdeg, S, R, per_node)
+    rs_m, ag_m, _, _ = dp_sync(dg, params_mid, P_layer / tp, zdeg, S, R, per_node)  # a middle stage (ZeRO-3 drain)
     rs_fx = rs_lx = 0.0  # the experts' share of the reduce-scatters (their buckets are layers' buckets)
     if has_experts:  # expert gradients: the expert-data-parallel group (MoE parallel folding, Liu et al. 2025)
         edp = np.asarray(mix.edp, dtype=f64)
@@ -152,7 +136,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         for k_ in K[1:]:
             x_layer = np.maximum(x_layer, k_.expert_params_dev)
         for tgt, params in (("f", x_first), ("l", x_last), ("m", x_mid)):
-            xs = dp_sync(params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
+            xs = dp_sync(dg, params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
             if tgt == "f":
                 rs_f, ag_f, ar_f, rs_fx = rs_f + xs[0], ag_f + xs[1], ar_f + xs[2], xs[0]
             elif tgt == "l":
@@ -252,12 +236,15 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     dp2 = grow2 + tail_f * np.where(og > 0, 1.0, 0.0) + gath + rep
     chain2 = chain2 + rep
     # zero 3 with a pipeline: the per-micro-batch exposure and the drain (``zero3_terms``; RTP: ``rtp_terms``)
+    fb = (K[0].terms.fwd, K[0].terms.bwd + K[0].rc) if one_kind else None  # one layer's work (``zero3_terms``)
     dp3, steady3 = zero3_terms(
-        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first, rot and rots[0], n_first, slot_first),
-        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last, rot and rots[1], n_last, slot_last),
-        Zero3Stage(ag_m, ag_bm, rs_m, wf_m, wb_m, f_mid + b_mid, rot and rots[2], n_mid_max, slot_mid), of_=of_,
-        pp=pp, m=m, v=v, n_mid_total=n_mid_total, n_mid_max=n_mid_max, rep=rep, t_max=t_max, bubble=bubble,
-        pair_on=None if one_kind else mix.pair_on, rotate=None if rot is None else rot.on)
+        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first, rot and rots[0], n_first, slot_first, lay_f, fb,
+                   (emb_fwd, emb_bwd)),
+        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last, rot and rots[1], n_last, slot_last, lay_l, fb,
+                   (heads * out_fwd, heads * out_bwd)),
+        Zero3Stage(ag_m, ag_bm, rs_m, wf_m, wb_m, f_mid + b_mid, rot and rots[2], n_mid_max, slot_mid, 1.0, fb),
+        of_=of_, pp=pp, m=m, v=v, n_mid_total=n_mid_total, n_mid_max=n_mid_max, rep=rep, t_max=t_max, bubble=bubble,
+        pair_on=None if one_kind else mix.pair_on, rotate=None if rot is None else rot.on, p2p=p2p, reshard=P.reshard)
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
     dp_total = np.select([zero == 0, zero == 1, zero == 2],
                          [np.maximum(ar_f, ar_l), np.maximum(rs_f + ag_f, rs_l + ag_l) + rep,

@@ -3,7 +3,11 @@ exposure of the parameter gathers and gradient reduce-scatters, and the drain.
 
 * Steady state: every micro-batch's forward gathers (behind the forward when the framework prefetches) and its
   backward gathers + reduce-scatters (behind the backward) lengthen the slot of the stage that carries them.
-  Interleaved (v > 1): the worst stage's exposure lengthens every slot, m times.  One chunk per device (v = 1): in
+  Interleaved (v > 1): the worst stage's exposure lengthens every slot, m times — except where a chunk holds one
+  layer and the parameters are re-sharded: each op is then one gather, the two gather buffers let a backward's
+  gather start only as the previous backward ends (sharing the link with its reduce-scatter), behind the forward
+  between them, so the exposure is the pair rule's (``_pair``; the embedding's and the output head's parameters and
+  compute ride on their chunk) and each stage runs at its own period, as at v = 1 below.  One chunk per device (v = 1): in
   1F1B's steady state each stage runs at its own period, slot + exposure, and the step at the slowest one's — the
   stage of the longest compute slot need not be the one of the largest exposure (the first stage gathers the
   embedding behind almost no compute, the last computes the LM head), so the exposure counted is
@@ -40,6 +44,11 @@ class Zero3Stage:
     rot: object = None  # RTP: the stage's ``StageRotation`` (its exposed forward / backward seconds)
     layers: object = 1.0  # transformer layers on the stage (all its chunks)
     pipe_slot: object = 0.0  # the stage's slot in the pipeline makespan (compute, sends and port shares)
+    # one layer per chunk (``chunk_pairs``): the layers' share of the stage's parameters, one layer's forward and
+    # backward (+ recompute), and the compute of the stage's embedding or output head (its extra chunk part)
+    lay_share: object = 1.0
+    layer_fb: tuple = None
+    extra_fb: tuple = (0.0, 0.0)
 
 
 def _kept_after_prefetch(layers, v):
@@ -48,8 +57,30 @@ def _kept_after_prefetch(layers, v):
     return (n_c - np.minimum(n_c, 2.0)) / n_c
 
 
+def _pair(gf, gb, rs, cf, cb, p2p):
+    """Exposure of one chunk's forward/backward pair per micro-batch in the steady state, one part per op (the
+    executor's program: two gather buffers, gathers in program order on one stream, a send after each op).  The
+    backward's gather waits for the buffer of the previous backward (gather n − 2), starts as it ends and shares the
+    link with its reduce-scatter (fair share: done after min(2·g_b, g_b + rs)) while the sends and the next forward
+    run; the next forward's gather starts with the backward.  Backward to backward: max(c_f + c_b + 2·p2p,
+    share + c_b, g_f + c_f + p2p), less the pair's own work (derived; each term shrinks on faster hardware)."""
+    own = cf + cb + 2.0 * p2p
+    return np.maximum(np.maximum(own, np.minimum(2.0 * gb, gb + rs) + cb), gf + cf + p2p) - own
+
+
+def chunk_pairs(st: Zero3Stage, v, p2p):
+    """Per micro-batch exposure of a stage holding one layer per chunk: v − 1 plain layer chunks and the chunk with
+    the stage's embedding or output head (its parameters and compute on top of the layer's)."""
+    n = np.maximum(np.asarray(st.layers, dtype=np.float64), 1.0)
+    gf, gb, rs = (x * st.lay_share / n for x in (st.ag, st.ag_b, st.rs))
+    xf, xb, xr = (x * (1.0 - st.lay_share) for x in (st.ag, st.ag_b, st.rs))
+    cf, cb = st.layer_fb
+    ef, eb = st.extra_fb
+    return (v - 1.0) * _pair(gf, gb, rs, cf, cb, p2p) + _pair(gf + xf, gb + xb, rs + xr, cf + ef, cb + eb, p2p)
+
+
 def zero3_terms(first: Zero3Stage, last: Zero3Stage, mid: Zero3Stage, *, of_, pp, m, v, n_mid_total, n_mid_max,
-                rep, t_max, bubble, pair_on=None, rotate=None):
+                rep, t_max, bubble, pair_on=None, rotate=None, p2p=0.0, reshard=None):
     """(exposed DP seconds of the step, the steady exposure it charges per micro-batch) of ZeRO-3 plans;
     ``t_max`` and ``bubble``: the compute pipeline's longest slot and its fill + drain (``step_terms``);
     ``pair_on``: where co-scheduled forward/backward pairs hide a micro-batch's collectives (MoE); ``rotate``: RTP
@@ -70,6 +101,12 @@ def zero3_terms(first: Zero3Stage, last: Zero3Stage, mid: Zero3Stage, *, of_, pp
         ex = [np.where(pair_on, on_ * x0(st.ag + st.ag_b + st.rs, of_ * st.slot), e)
               for on_, st, e in zip(on, stages, ex)]
     steady3 = np.maximum(ex[0], ex[1])
+    one_layer = None
+    if first.layer_fb is not None and reshard is not None:  # one layer per chunk, re-sharded: the pair rule
+        one_layer = (v > 1) & np.asarray(reshard, dtype=bool) & (first.layers == v) & (last.layers == v) & (
+            (pp <= 2) | (mid.layers == v)) & (of_ > 0) & (True if rotate is None else ~np.asarray(rotate, dtype=bool))
+        exc = [on_ * chunk_pairs(st, v, p2p) for on_, st in zip(on, stages)]
+        ex = [np.where(one_layer, a, b) for a, b in zip(exc, ex)]
     period = [on_ * (st.pipe_slot + e) for on_, st, e in zip(on, stages, ex)]
     rest = np.maximum(period[1], period[2])
     drain = np.maximum(drain, 0.0) / v
@@ -77,5 +114,7 @@ def zero3_terms(first: Zero3Stage, last: Zero3Stage, mid: Zero3Stage, *, of_, pp
     idle = bubble + drain
     first_leads = m * period[0] + idle - np.minimum(idle, np.minimum(pp - 1.0, m) * xf[0])
     one_chunk = np.maximum(first_leads, m * rest + idle) - m * t_max - bubble
+    if one_layer is not None:  # each stage at its own period (as for v = 1), its exposure by the pair rule
+        steady3 = np.where(one_layer, np.maximum(np.maximum(period[0], rest) - t_max, 0.0), steady3)
     per_mb = np.where(v > 1, steady3, np.maximum(one_chunk - drain, 0.0) / m)
     return np.where(v > 1, m * steady3 + drain, np.maximum(one_chunk, 0.0)) + rep, per_mb
