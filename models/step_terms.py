@@ -14,6 +14,7 @@ import numpy as np
 from parplan.models.dp_sync import DpGroup, dp_sync
 from parplan.models.layer_mix import LayerMix, stage_layers
 from parplan.models.layer_terms import StepContext
+from parplan.models.primitives.pipeline import one_f_one_b_makespan
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
@@ -203,6 +204,16 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
                          + np.maximum(pp - 2, 0) * (p2p_stage + sh_m))
     t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
     t_pipe = m * t_max + (sum_slots - t_max) / v
+    # one chunk per device: the 1F1B makespan of unequal stages, in order — first, the middle stages with one layer
+    # more (the default split's remainder), the other middle stages, last (``primitives/pipeline``)
+    n_mids = np.maximum(pp - 2, 0)
+    n_big = np.where(n_mid_max * n_mids > n_mid_total, n_mid_total - n_mids * (n_mid_max - 1), n_mids)
+    f_ms, b_ms = stage(counts(np.maximum(n_mid_max - 1, 0), "mid"), False, False)
+    half = p2p_stage / 2.0
+    t_1f1b = one_f_one_b_makespan([(slot_first, f_first + half, 1.0), (slot_mid, f_mid + half, n_big),
+                                   (f_ms + b_ms + p2p_stage + sh_m, f_ms + half, n_mids - n_big),
+                                   (slot_last, f_last + half, np.where(single, 0.0, 1.0))], m)
+    t_pipe = np.where(v > 1, t_pipe, t_1f1b)
     bubble = t_pipe - m * t_max
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
     gf_, gl_ = ag_f, ag_l
