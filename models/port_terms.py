@@ -123,6 +123,14 @@ def rs_beside_a2a(rs, heads, counts, over, share, rc):
             for r_, h_, cs in zip(rs, heads, counts)]
 
 
+def reduction_beside_a2a(coll, counts, over, same_port):
+    """A once-per-step gradient reduction (ZeRO-0 all-reduce, ZeRO-1 reduce-scatter) of a stage as it runs where it
+    leaves by the all-to-all's port: behind the cool-down's last backwards, beside their all-to-all at up to half
+    its rate — the backward's half of the layers' port volume (dispatch + 3 combines' worth, ``nic_a2a``, fwd +
+    bwd), as ``rs_beside_a2a`` prices ZeRO-2's per-micro-batch reduce-scatters."""
+    return coll + np.minimum(coll, np.where(same_port, 0.5 * over(counts, lambda k: k.terms.nic_a2a), 0.0))
+
+
 def port_floor(P, tp, cp, pp, v, m, dpn, dp_span, send_work, dp_total, edp=None, edp_per_node=1.0):
     """The work of a device's busiest port in one step (seconds), a floor of the step — a link's transfers all
     happen within it: the pipeline sends — at least (2v − 1)·m per stage, forward to the next stage and backward to

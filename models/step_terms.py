@@ -18,7 +18,7 @@ from parplan.models.primitives.pipeline import one_f_one_b_makespan
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
-                                       port_contention, port_floor, rs_beside_a2a)
+                                       port_contention, port_floor, reduction_beside_a2a, rs_beside_a2a)
 from parplan.models import rtp_terms
 from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
@@ -175,7 +175,14 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     red_x = lambda c_f, c_l: np.maximum(  # noqa: E731
         reduce_exposure(c_f, lr_f, wb_f, 0.0, v, warm, og, False),
         reduce_exposure(c_l, np.where(single, lr_f, lr_l), wb_l, slack_l, v, warm, og, True))
-    dp0 = red_x(ar_f, ar_l)
+    dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
+    ar1_f, ar1_l, rs1_f, rs1_l = ar_f, ar_l, rs_f, rs_l  # the once-per-step reductions as they run
+    if not one_kind:  # (MoE) the once-per-step reductions on the all-to-all's port (``port_terms``)
+        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
+        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)  # the DP and EP groups' port
+        ar1_f, ar1_l, rs1_f, rs1_l = (reduction_beside_a2a(r_, cs, over, same_port) for r_, cs in ((ar_f, c_first),
+                                    (ar_l, c_last), (rs_f, c_first), (rs_l, c_last)))
+    dp0 = red_x(ar1_f, ar1_l)
     # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
     # generalized to unequal stages: m·max + (Σ − max)/v
     slot_first = f_first + b_first + p2p_stage
@@ -183,7 +190,6 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
     # the sends and the per-micro-batch DP collectives (ZeRO-2 reduce-scatters, ZeRO-3 gathers) on one NIC
     # (``port_terms.p2p_shares``): every boundary crosses nodes where a stage spans them (tp·cp ≥ node)
-    dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
     nic_both = (pp > 1) & (tp * cp >= dpn) & (dp_span > dpn) & (P.dp * P.cp > 1)
     # ZeRO-3's backward gathers (re-sharded after the forward)
     ag_bf, ag_bl, ag_bm = (np.where(P.reshard, a_, 0.0) for a_ in (ag_f, ag_l, ag_m))
@@ -204,27 +210,23 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
                          + np.maximum(pp - 2, 0) * (p2p_stage + sh_m))
     t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
     t_pipe = m * t_max + (sum_slots - t_max) / v
-    # one chunk per device: the 1F1B makespan of unequal stages, in order — first, the middle stages with one layer
-    # more (the default split's remainder), the other middle stages, last (``primitives/pipeline``)
+    # v = 1: 1F1B over unequal stages in order: first, middles with the split's extra layer, other middles, last
     n_mids = np.maximum(pp - 2, 0)
     n_big = np.where(n_mid_max * n_mids > n_mid_total, n_mid_total - n_mids * (n_mid_max - 1), n_mids)
     f_ms, b_ms = stage(counts(np.maximum(n_mid_max - 1, 0), "mid"), False, False)
     half = p2p_stage / 2.0
-    t_1f1b = one_f_one_b_makespan([(slot_first, f_first + half, 1.0), (slot_mid, f_mid + half, n_big),
-                                   (f_ms + b_ms + p2p_stage + sh_m, f_ms + half, n_mids - n_big),
-                                   (slot_last, f_last + half, np.where(single, 0.0, 1.0))], m)
-    t_pipe = np.where(v > 1, t_pipe, t_1f1b)
+    t_pipe = np.where(v > 1, t_pipe, one_f_one_b_makespan(
+        [(slot_first, f_first + half, 1.0), (slot_mid, f_mid + half, n_big), (f_ms + b_ms + p2p_stage + sh_m,
+         f_ms + half, n_mids - n_big), (slot_last, f_last + half, np.where(single, 0.0, 1.0))], m))
     bubble = t_pipe - m * t_max
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
     gf_, gl_ = ag_f, ag_l
     if not one_kind:  # (MoE) the gather shares its port with the forwards' overlapped all-to-all (``port_terms``)
-        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
-        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)  # the DP and EP groups' port
         gf_ = ag_f + np.where(same_port & (ag_f > 0), over(c_first, fwd_hidden_a2a), 0.0)
         gl_ = ag_l + np.where(same_port & (ag_l > 0), over(c_last, fwd_hidden_a2a), 0.0)
     gath = np.maximum(gather_exposure(gf_, f_first, v, warm, op_), gather_exposure(gl_, f_last, v, warm, op_))
     rep = np.maximum(x0(rep_f, win_f_b), x0(rep_l, win_l_b))
-    dp1 = red_x(rs_f, rs_l) + gath + rep
+    dp1 = red_x(rs1_f, rs1_l) + gath + rep
     # ZeRO-2: the layers' buckets go behind their own backward; the embedding's gradient (first stage) comes last,
     # its reduce-scatter behind the op that follows — exposed once, at the end of the step; the output projection
     # (last stage) is the backward's first op: its bucket is in every micro-batch's stream, ahead of the layers'
