@@ -8,8 +8,11 @@ Two bounds, each monotone in every cost (faster hardware never lengthens either)
   per chunk of n_c layers the backward is stretched by the (n_c − min(n_c, 2))/n_c share of its excess
   (rs − b), and the pipeline of stretched slots is priced by the makespan rule m·max + (Σ − max)/v;
 * the port side — a stage's port carries the next step's parameter all-gather, then its m reduce-scatters back
-  to back, none before its first layer's backward (after the warm-up forwards the gather overlaps), with the
-  fill and drain (Σ − max)/v of the stages' reduce-scatters: the step is never shorter than that chain.
+  to back, none before its first layer's backward: the step is never shorter than that chain.  With one chunk per
+  device the first backward comes when the first micro-batch's round trip reaches the stage (the forwards to the
+  last stage and the later stages' backwards; each stage has its own port, so the others' reduce-scatters do not
+  queue before it); interleaved, after the warm-up forwards, with the fill and drain (Σ − max)/v of the stages'
+  reduce-scatters.
 """
 from __future__ import annotations
 
@@ -59,4 +62,15 @@ def zero2_terms(first: Zero2Stage, last: Zero2Stage, mid: Zero2Stage, *, og: flo
     rs_mids = np.where(deep, mid.rs * n_mid_total / np.maximum(n_mid_max, 1.0), 0.0)
     fill = (first.rs + rs_l + rs_mids - np.maximum(np.maximum(first.rs, rs_l), np.where(deep, mid.rs, 0.0))) / v
     port = np.maximum(np.maximum(chain(first), chain(last)), np.where(deep, chain(mid), 0.0))
-    return growth, t2_max - t_max, og * (port + fill)
+    # one chunk per device: each stage's port starts its reduce-scatters at its first backward, which the first
+    # micro-batch's round trip reaches — the forwards to the last stage, the later stages' backwards (derived)
+    n_mids = np.where(deep, n_mid_total / np.maximum(n_mid_max, 1.0), 0.0)
+    fwds = first.wf + n_mids * mid.wf + np.where(single, 0.0, last.wf)
+    lay = lambda st: st.wb / np.maximum(st.layers, 1.0)  # noqa: E731
+    start_f = np.where(single, first.wf, sum2 - sl_f + first.wf) + lay(first)
+    start_l = fwds + lay(last)
+    start_m = fwds + last.wb + lay(mid)
+    port1 = np.maximum(np.maximum(np.maximum(first.ag, start_f) + m * first.rs,
+                                  np.where(single, 0.0, np.maximum(last.ag, start_l) + m * last.rs)),
+                       np.where(deep, np.maximum(mid.ag, start_m) + m * mid.rs, 0.0))
+    return growth, t2_max - t_max, og * np.where(v > 1, port + fill, port1)
