@@ -7,7 +7,9 @@ exposure of the parameter gathers and gradient reduce-scatters, and the drain.
   layer and the parameters are re-sharded: each op is then one gather, the two gather buffers let a backward's
   gather start only as the previous backward ends (sharing the link with its reduce-scatter), behind the forward
   between them, so the exposure is the pair rule's (``_pair``; the embedding's and the output head's parameters and
-  compute ride on their chunk) and each stage runs at its own period, as at v = 1 below.  One chunk per device (v = 1): in
+  compute ride on their chunk) and each stage runs at its own period, as at v = 1 below.  The share of a stage's
+  ops in Megatron's warm-up ((p − s − 1)·2 + (v − 1)·p forwards of m·v) and cool-down runs forwards behind
+  forwards and backwards behind backwards (``_alone``).  One chunk per device (v = 1): in
   1F1B's steady state each stage runs at its own period, slot + exposure, and the step at the slowest one's — the
   stage of the longest compute slot need not be the one of the largest exposure (the first stage gathers the
   embedding behind almost no compute, the last computes the LM head), so the exposure counted is
@@ -68,15 +70,28 @@ def _pair(gf, gb, rs, cf, cb, p2p):
     return np.maximum(np.maximum(own, np.minimum(2.0 * gb, gb + rs) + cb), gf + cf + p2p) - own
 
 
-def chunk_pairs(st: Zero3Stage, v, p2p):
+def _alone(gf, gb, rs, cf, cb, p2p):
+    """The warm-up's forwards and the cool-down's backwards, each behind ops of its own kind: a forward's gather
+    behind the forward before it, a backward's (sharing the link with the previous reduce-scatter) behind the
+    backward before it."""
+    x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
+    return x0(gf, cf + p2p) + x0(np.minimum(2.0 * gb, gb + rs), cb + p2p)
+
+
+def chunk_pairs(st: Zero3Stage, v, p2p, alone=0.0):
     """Per micro-batch exposure of a stage holding one layer per chunk: v − 1 plain layer chunks and the chunk with
-    the stage's embedding or output head (its parameters and compute on top of the layer's)."""
+    the stage's embedding or output head (its parameters and compute on top of the layer's); ``alone``: the share
+    of its ops in the warm-up and cool-down, where forwards and backwards do not alternate."""
     n = np.maximum(np.asarray(st.layers, dtype=np.float64), 1.0)
     gf, gb, rs = (x * st.lay_share / n for x in (st.ag, st.ag_b, st.rs))
     xf, xb, xr = (x * (1.0 - st.lay_share) for x in (st.ag, st.ag_b, st.rs))
     cf, cb = st.layer_fb
     ef, eb = st.extra_fb
-    return (v - 1.0) * _pair(gf, gb, rs, cf, cb, p2p) + _pair(gf + xf, gb + xb, rs + xr, cf + ef, cb + eb, p2p)
+
+    def ex(*a):
+        return (1.0 - alone) * _pair(*a) + alone * _alone(*a)
+
+    return (v - 1.0) * ex(gf, gb, rs, cf, cb, p2p) + ex(gf + xf, gb + xb, rs + xr, cf + ef, cb + eb, p2p)
 
 
 def zero3_terms(first: Zero3Stage, last: Zero3Stage, mid: Zero3Stage, *, of_, pp, m, v, n_mid_total, n_mid_max,
@@ -105,7 +120,9 @@ def zero3_terms(first: Zero3Stage, last: Zero3Stage, mid: Zero3Stage, *, of_, pp
     if first.layer_fb is not None and reshard is not None:  # one layer per chunk, re-sharded: the pair rule
         one_layer = (v > 1) & np.asarray(reshard, dtype=bool) & (first.layers == v) & (last.layers == v) & (
             (pp <= 2) | (mid.layers == v)) & (of_ > 0) & (True if rotate is None else ~np.asarray(rotate, dtype=bool))
-        exc = [on_ * chunk_pairs(st, v, p2p) for on_, st in zip(on, stages)]
+        # Megatron's interleaved schedule: stage s runs (p − s − 1)·2 + (v − 1)·p warm-up forwards of its m·v
+        warm_s = [np.minimum(m * v, (pp - 1.0 - s_) * 2.0 + (v - 1.0) * pp) / (m * v) for s_ in (0.0, pp - 1.0, 1.0)]
+        exc = [on_ * chunk_pairs(st, v, p2p, w_) for on_, st, w_ in zip(on, stages, warm_s)]
         ex = [np.where(one_layer, a, b) for a, b in zip(exc, ex)]
     period = [on_ * (st.pipe_slot + e) for on_, st, e in zip(on, stages, ex)]
     rest = np.maximum(period[1], period[2])

@@ -125,11 +125,13 @@ def test_one_layer_chunks_take_each_stage_at_its_own_period():
     last = _one_layer_stage(1.0, 1.0, 2.0, extra=(2.0, 4.0))
     mid = _one_layer_stage(1.0, 1.0, 2.0)
     dp, per_mb = _run_pairs(first, last, mid)
-    # first: layer chunk g = 4·0.5/2 = 1 → max(3, 2 + 2, 1 + 1) − 3 = 1; embedding chunk g = 1 + 2 = 3, c = 1.1/2.1:
-    # max(3.2, 6 + 2.1, 3 + 1.1) − 3.2 = 4.9 → period 6.2 + 5.9 = 12.1
+    # m·v = 16 ops per chunk kind; the first stage runs (p − 1)·2 + (v − 1)·p = 10 warm-up forwards (share 0.625)
+    # first: layer chunk g = 4·0.5/2 = 1 → pair max(3, 2 + 2, 1 + 1) − 3 = 1, alone (1 − 1)⁺ + (2 − 2)⁺ = 0;
+    # embedding chunk g = 1 + 2 = 3, c = 1.1/2.1: pair max(3.2, 6 + 2.1, 3 + 1.1) − 3.2 = 4.9, alone
+    # (3 − 1.1) + (6 − 2.1) = 5.8 → 0.375·(1 + 4.9) + 0.625·(0 + 5.8) = 5.8375, period 6.2 + 5.8375
     # last: layer chunk g = 0.5 → 0; head chunk c = 3/6: max(9, 1 + 6, 0.5 + 3) − 9 = 0 → period 12 (the longest slot)
-    assert float(per_mb) == pytest.approx(12.1 - 12.0)
-    assert float(dp) == pytest.approx(8 * 0.1)  # one layer per chunk: nothing left for the drain
+    assert float(per_mb) == pytest.approx(6.2 + 5.8375 - 12.0)
+    assert float(dp) == pytest.approx(8 * 0.0375)  # one layer per chunk: nothing left for the drain
     # without re-sharding the old rule applies (the worst stage's exposure on every slot)
     _, per_mb_old = _run_pairs(first, last, mid, reshard=False)
     assert float(per_mb_old) > float(per_mb)
