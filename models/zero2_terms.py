@@ -6,7 +6,9 @@ Two bounds, each monotone in every cost (faster hardware never lengthens either)
 * the compute side — two gradient-bucket buffers: a layer's backward waits for the bucket two layers back, so at
   the end of each chunk's backward two layers' buckets are still in flight and hide behind the op that follows;
   per chunk of n_c layers the backward is stretched by the (n_c − min(n_c, 2))/n_c share of its excess
-  (rs − b), and the pipeline of stretched slots is priced by the makespan rule m·max + (Σ − max)/v;
+  (rs − b) — and, interleaved, by the rest of it where the next op is a cool-down backward ((p − s − 1)·2 +
+  (v − 1)·p of stage s's m·v backwards, Megatron's schedule), not a forward — and the pipeline of stretched slots
+  is priced by the makespan rule m·max + (Σ − max)/v;
 * the port side — a stage's port carries the next step's parameter all-gather, then its m reduce-scatters back
   to back, none before its first layer's backward: the step is never shorter than that chain.  With one chunk per
   device the first backward comes when the first micro-batch's round trip reaches the stage (the forwards to the
@@ -41,13 +43,16 @@ def zero2_terms(first: Zero2Stage, last: Zero2Stage, mid: Zero2Stage, *, og: flo
     x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
     single, deep = pp == 1, pp > 2
 
-    def stretched(st: Zero2Stage):
+    def stretched(st: Zero2Stage, s_):
         q = np.minimum(1.0, 2.0 * v / np.maximum(st.layers, 1.0))  # the two buckets' share of a chunk
-        return st.slot + og * (1.0 - q) * x0(st.rs_window, st.wb) + (1.0 - og) * st.rs_window
+        # the two buckets hide behind the next op, unless it is a backward of the cool-down: (p − s − 1)·2 +
+        # (v − 1)·p of the stage's m·v backwards under Megatron's interleaved schedule
+        cool = np.where(v > 1, np.minimum(m * v, (pp - 1.0 - s_) * 2.0 + (v - 1.0) * pp) / (m * v), 0.0)
+        return st.slot + og * (1.0 - q + q * cool) * x0(st.rs_window, st.wb) + (1.0 - og) * st.rs_window
 
-    sl_f = stretched(first)
-    sl_l = np.where(single, sl_f, stretched(last))
-    sl_m = np.where(deep, stretched(mid), 0.0)
+    sl_f = stretched(first, 0.0)
+    sl_l = np.where(single, sl_f, stretched(last, pp - 1.0))
+    sl_m = np.where(deep, stretched(mid, 1.0), 0.0)
     t_max = np.maximum(np.maximum(first.slot, np.where(single, first.slot, last.slot)), np.where(deep, mid.slot, 0.0))
     t2_max = np.maximum(np.maximum(sl_f, sl_l), sl_m)
     sum2 = sum_slots + (sl_f - first.slot) + np.where(single, 0.0, (sl_l - last.slot)

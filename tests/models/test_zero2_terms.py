@@ -42,3 +42,15 @@ def test_a_large_gather_delays_the_chain_and_faster_links_shorten_it():
         c = _chain(_st(5.0 * scale, 1.0, 2.0), _st(4.0 * scale, 1.0, 2.0), _st(5.0 * scale, 1.0, 2.0), pp=4.0, m=8.0)
         assert prev is None or c <= prev + 1e-12
         prev = c
+
+
+def test_interleaved_buckets_wait_behind_the_cool_down_backwards():
+    # v = 2 chunks of one layer: both buckets of a chunk are in flight at its end and hide behind the next op —
+    # unless it is a cool-down backward: the first stage runs (p − 1)·2 + (v − 1)·p = 10 of its m·v = 16 backwards
+    # there, so 10/16 of the excess rs − b = 5 − 2 stretches its slot
+    f64 = np.float64
+    st = _st(5.0, 1.0, 2.0, layers=2.0)
+    quiet = _st(1.0, 1.0, 2.0, layers=2.0)  # hides everywhere
+    _, stretch, _ = zero2_terms(st, quiet, quiet, og=1.0, v=f64(2.0), m=f64(8.0), pp=f64(4.0), warm=f64(4.0),
+                                sum_slots=f64(12.0), t_pipe=f64(8 * 3.0 + 9.0 / 2), n_mid_total=4.0, n_mid_max=2.0)
+    assert float(stretch) == pytest.approx(10 / 16 * (5.0 - 2.0))
