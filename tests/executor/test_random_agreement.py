@@ -1,7 +1,8 @@
 """The executor against the analytical model on a small seeded sample of random fitting plans (the CI-sized run of
 benchmarks/validate_random.py, which draws 300).  The target — ≥ 98 % within 5 %, none beyond 10 % — is not met
 (95.3 % on the 300-plan run, max 11.5 %: 13 of the 14 plans beyond 5 % are MoE plans, ZeRO-1/2/3 with the
-all-to-all on a port shared with DP traffic or with CP), so it is a strict xfail; today's share on this sample is a no-regression guard."""
+all-to-all on a port shared with DP traffic or with CP), so it is a strict xfail; today's share on this sample is
+a no-regression guard."""
 from __future__ import annotations
 
 import numpy as np
