@@ -183,8 +183,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         ar1_f, ar1_l, rs1_f, rs1_l = (reduction_beside_a2a(r_, cs, over, same_port) for r_, cs in ((ar_f, c_first),
                                     (ar_l, c_last), (rs_f, c_first), (rs_l, c_last)))
     dp0 = red_x(ar1_f, ar1_l)
-    # pipeline makespan, 1F1B / interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
-    # generalized to unequal stages: m·max + (Σ − max)/v
+    # pipeline makespan, interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
+    # generalized to unequal stages: m·max + (Σ − max)/v; one chunk per device: the 1F1B makespan below
     slot_first = f_first + b_first + p2p_stage
     slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage)
     slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)

@@ -6,8 +6,8 @@ Two bounds, each monotone in every cost (faster hardware never lengthens either)
 * the compute side — two gradient-bucket buffers: a layer's backward waits for the bucket two layers back, so at
   the end of each chunk's backward two layers' buckets are still in flight and hide behind the op that follows;
   per chunk of n_c layers the backward is stretched by the (n_c − min(n_c, 2))/n_c share of its excess
-  (rs − b) — and, interleaved, by the rest of it where the next op is a cool-down backward ((p − s − 1)·2 +
-  (v − 1)·p of stage s's m·v backwards, Megatron's schedule), not a forward — and the pipeline of stretched slots
+  (rs − b) — and, interleaved, by the rest of it where the next op is a cool-down backward (Megatron's schedule,
+  ``primitives.pipeline.interleaved_warmup_share``), not a forward — and the pipeline of stretched slots
   is priced by the makespan rule m·max + (Σ − max)/v;
 * the port side — a stage's port carries the next step's parameter all-gather, then its m reduce-scatters back
   to back, none before its first layer's backward: the step is never shorter than that chain.  With one chunk per
@@ -21,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from parplan.models.primitives.pipeline import interleaved_warmup_share
 
 
 @dataclass
@@ -45,9 +47,8 @@ def zero2_terms(first: Zero2Stage, last: Zero2Stage, mid: Zero2Stage, *, og: flo
 
     def stretched(st: Zero2Stage, s_):
         q = np.minimum(1.0, 2.0 * v / np.maximum(st.layers, 1.0))  # the two buckets' share of a chunk
-        # the two buckets hide behind the next op, unless it is a backward of the cool-down: (p − s − 1)·2 +
-        # (v − 1)·p of the stage's m·v backwards under Megatron's interleaved schedule
-        cool = np.where(v > 1, np.minimum(m * v, (pp - 1.0 - s_) * 2.0 + (v - 1.0) * pp) / (m * v), 0.0)
+        # the two buckets hide behind the next op, unless it is a backward of the interleaved cool-down
+        cool = np.where(v > 1, interleaved_warmup_share(pp, v, m, s_), 0.0)
         return st.slot + og * (1.0 - q + q * cool) * x0(st.rs_window, st.wb) + (1.0 - og) * st.rs_window
 
     sl_f = stretched(first, 0.0)
@@ -69,8 +70,8 @@ def zero2_terms(first: Zero2Stage, last: Zero2Stage, mid: Zero2Stage, *, og: flo
     port = np.maximum(np.maximum(chain(first), chain(last)), np.where(deep, chain(mid), 0.0))
     # one chunk per device: each stage's port starts its reduce-scatters at its first backward, which the first
     # micro-batch's round trip reaches — the forwards to the last stage, the later stages' backwards (derived)
-    n_mids = np.where(deep, n_mid_total / np.maximum(n_mid_max, 1.0), 0.0)
-    fwds = first.wf + n_mids * mid.wf + np.where(single, 0.0, last.wf)
+    mids = np.where(deep, n_mid_total / np.maximum(n_mid_max, 1.0), 0.0)  # middle stages, in largest-stage units
+    fwds = first.wf + mids * mid.wf + np.where(single, 0.0, last.wf)
     lay = lambda st: st.wb / np.maximum(st.layers, 1.0)  # noqa: E731
     start_f = np.where(single, first.wf, sum2 - sl_f + first.wf) + lay(first)
     start_l = fwds + lay(last)

@@ -8,7 +8,7 @@ exposure of the parameter gathers and gradient reduce-scatters, and the drain.
   gather start only as the previous backward ends (sharing the link with its reduce-scatter), behind the forward
   between them, so the exposure is the pair rule's (``_pair``; the embedding's and the output head's parameters and
   compute ride on their chunk) and each stage runs at its own period, as at v = 1 below.  The share of a stage's
-  ops in Megatron's warm-up ((p − s − 1)·2 + (v − 1)·p forwards of m·v) and cool-down runs forwards behind
+  ops in Megatron's warm-up and cool-down (``primitives.pipeline.interleaved_warmup_share``) runs forwards behind
   forwards and backwards behind backwards (``_alone``).  One chunk per device (v = 1): in
   1F1B's steady state each stage runs at its own period, slot + exposure, and the step at the slowest one's — the
   stage of the longest compute slot need not be the one of the largest exposure (the first stage gathers the
@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from parplan.models.primitives.pipeline import interleaved_warmup_share
 
 
 @dataclass
@@ -120,8 +122,7 @@ def zero3_terms(first: Zero3Stage, last: Zero3Stage, mid: Zero3Stage, *, of_, pp
     if first.layer_fb is not None and reshard is not None:  # one layer per chunk, re-sharded: the pair rule
         one_layer = (v > 1) & np.asarray(reshard, dtype=bool) & (first.layers == v) & (last.layers == v) & (
             (pp <= 2) | (mid.layers == v)) & (of_ > 0) & (True if rotate is None else ~np.asarray(rotate, dtype=bool))
-        # Megatron's interleaved schedule: stage s runs (p − s − 1)·2 + (v − 1)·p warm-up forwards of its m·v
-        warm_s = [np.minimum(m * v, (pp - 1.0 - s_) * 2.0 + (v - 1.0) * pp) / (m * v) for s_ in (0.0, pp - 1.0, 1.0)]
+        warm_s = [interleaved_warmup_share(pp, v, m, s_) for s_ in (0.0, pp - 1.0, 1.0)]  # first, last, a middle
         exc = [on_ * chunk_pairs(st, v, p2p, w_) for on_, st, w_ in zip(on, stages, warm_s)]
         ex = [np.where(one_layer, a, b) for a, b in zip(exc, ex)]
     period = [on_ * (st.pipe_slot + e) for on_, st, e in zip(on, stages, ex)]

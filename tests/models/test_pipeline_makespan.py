@@ -92,3 +92,13 @@ def test_vectorized_over_plans_and_empty_groups():
     assert out.shape == (2,)
     assert out[1] == pytest.approx(4 * 3.0)  # the second group is empty in plan 1
     assert out[0] == pytest.approx(exact_1f1b([1.0, 2 / 3], [2.0, 4 / 3], 4))
+
+
+def test_interleaved_warm_up_share_is_megatrons_count():
+    from parplan.models.primitives.pipeline import interleaved_warmup_share
+
+    # p = 4, v = 2, m = 8: stage 0 runs (4 − 1)·2 + (2 − 1)·4 = 10 of its 16 forwards before its first backward,
+    # the last stage (2 − 1)·4 = 4; the count never exceeds m·v
+    assert float(interleaved_warmup_share(4.0, 2.0, 8.0, 0.0)) == pytest.approx(10 / 16)
+    assert float(interleaved_warmup_share(4.0, 2.0, 8.0, 3.0)) == pytest.approx(4 / 16)
+    assert float(interleaved_warmup_share(8.0, 4.0, 1.0, 0.0)) == pytest.approx(1.0)

@@ -111,7 +111,7 @@ def _one_layer_stage(ag, cf, cb, extra=(0.0, 0.0), share=1.0, v=2.0):
                       pipe_slot=slot, lay_share=share, layer_fb=(cf, cb), extra_fb=extra)
 
 
-def _run_pairs(first, last, mid, *, m=8.0, v=2.0, pp=4.0, reshard=True, scale=1.0):
+def _run_pairs(first, last, mid, *, m=8.0, v=2.0, pp=4.0, reshard=True):
     t_max = max(first.pipe_slot, last.pipe_slot, mid.pipe_slot)
     return zero3_terms(first, last, mid, of_=1.0, pp=np.float64(pp), m=np.float64(m), v=np.float64(v),
                        n_mid_total=4.0, n_mid_max=2.0, rep=0.0, t_max=t_max, bubble=0.0,
