@@ -42,3 +42,19 @@ def dp_sync(g: DpGroup, params, layer_elems, group, Sg, Rg, pn):
     bw_a, lat_a, mr_a = hw.group_busbw(elems * g_red, span * group, pn, group, "allreduce")
     ar = allreduce_s(params * g_red, group, bw_a, lat_a, mr_a) + (n_msgs - 1) * lat_a
     return rs, ag, ar, rep
+
+
+def with_experts(g: DpGroup, stages, expert_params, kinds, edp, edp_per_node):
+    """``stages`` ((reduce-scatter, all-gather, all-reduce) of the first, last and a middle stage) with each stage's
+    expert gradients added, synchronized over the expert-data-parallel group (MoE parallel folding, Liu et al.
+    2025) at one layer's expert message size; each stage's tuple gains the experts' reduce-scatter (their buckets
+    are the layers' buckets)."""
+    edp = np.asarray(edp, dtype=np.float64)
+    x_layer = kinds[0].expert_params_dev
+    for k_ in kinds[1:]:
+        x_layer = np.maximum(x_layer, k_.expert_params_dev)
+    out = []
+    for (rs, ag, ar), params in zip(stages, expert_params):
+        xs = dp_sync(g, params, x_layer, edp, edp, np.ones_like(edp), edp_per_node)
+        out.append((rs + xs[0], ag + xs[1], ar + xs[2], xs[0]))
+    return out

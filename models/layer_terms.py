@@ -108,6 +108,8 @@ class LayerTerms:
     ep_hidden: object = 0.0
     ep_fwd_pair: object = 0.0  # the part of ep_fwd that is a co-scheduled pair's excess (the overlap books it there)
     nic_a2a: object = 0.0  # all-to-all work of the layer (fwd + bwd) that travels on the NICs (EP across domains)
+    ep_bwd_lead: object = 0.0  # the combine-gradient transfer that opens the layer's backward, on the EP port
+    ep_slack: object = 0.0  # the compute a co-scheduled pair leaves free beyond hiding its all-to-all
     rc_modules: object = 0.0  # extra forward work recomputed under recompute=modules (norms, activation, MLA up)
     rc_selective: object = None  # what recompute=selective replays (None: the attention core forward)
     t_layer: float = 0.0  # host/launch gap per layer pass (global framework term)

@@ -167,12 +167,16 @@ def moe_layer(model, job, c: StepContext, att: AttentionBlock | None = None) -> 
     else:
         ep_f, ep_b = a2a_f, a2a_b
     ep_h = (a2a_f - ep_f) + (a2a_b - ep_b)
+    etp_nic = np.where(ms.etp > hw.devices_per_node, etp_x / 2, 0.0)  # the ETP half on the EP port (no NVLink)
     t_layer, intf = global_terms(hw)
     terms = LayerTerms(gemm_fwd=gemm_fwd, dgrad=dgrad, wgrad=wgrad, attn_fwd=att.attn_fwd, attn_bwd=att.attn_bwd,
                        mem_fwd=mem_fwd, mem_bwd=2.0 * mem_fwd, tp_fwd=tp_f, tp_bwd=tp_b, tp_hidden=tp_h,
                        cp_fwd=cp_f, cp_bwd=cp_b, cp_hidden=cp_h, ep_fwd=ep_f, ep_bwd=ep_b, ep_hidden=ep_h,
                        ep_fwd_pair=np.where(on, ep_f, 0.0),
                        nic_a2a=np.where(ms.ep * ms.etp > hw.devices_per_node, a2a_disp + 3.0 * a2a_comb, 0.0),
+                       # (the ETP gather's half travels on NVLink where the ETP group fits a domain)
+                       ep_bwd_lead=np.where(ms.ep > 1, a2a_comb + etp_nic, 0.0),
+                       ep_slack=np.where(on, np.maximum(free - a2a_f - a2a_b, 0.0), 0.0),
                        rc_modules=att.rc_modules + act / c.bw_mem,  # + moe_act: the experts' activation again
                        t_layer=t_layer, intf=intf)
     ops = {"pair_on": on, "a2a_dispatch_s": a2a_disp, "a2a_combine_s": a2a_comb, "etp_gather_s": etp_x,

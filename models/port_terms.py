@@ -159,3 +159,24 @@ def fwd_hidden_a2a(kind):
     t = kind.terms
     cf, cb = t.fwd - t.ep_fwd, t.bwd - t.ep_bwd
     return t.ep_hidden * cf / np.maximum(cf + cb, 1e-30)
+
+
+def layer_buckets(rs, rs_x, lay, n):
+    """One layer's gradient bucket per micro-batch on a stage of ``n`` layers (seconds): the layers' share ``lay``
+    of the stage's reduce-scatter ``rs``, whose experts' part ``rs_x`` is all the layers'."""
+    return (rs - (rs - rs_x) * (1 - lay)) / np.maximum(n, 1.0)
+
+
+def buckets_beside_a2a(stages, over, on):
+    """Seconds each stage's pair gains per micro-batch where the gradient buckets (ZeRO-2/3, ``layer_buckets``)
+    and the expert all-to-all leave by the same port under the pair overlap (``on``).  A layer's bucket goes out
+    as its backward ends, just as the next layer's backward opens with its combine-gradient transfer
+    (``ep_bwd_lead``); two flows that start together fairly sharing a link, that transfer ends after
+    lead + min(lead, bucket) (both at half rate until the shorter ends; derived).  That is all-to-all work the pair
+    must hide: it shows beyond the compute the pair leaves free (``ep_slack``), as the pair's own excess does, so
+    that a faster compute never adds more than it saves.  ``stages``: (layer counts, one layer's bucket) per
+    stage."""
+    def meet(k, bucket):
+        return np.maximum(np.minimum(k.terms.ep_bwd_lead, bucket) - k.terms.ep_slack, 0.0)
+
+    return [np.where(on, over(cs, lambda k: meet(k, b_)), 0.0) for cs, b_ in stages]

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from parplan.models.dp_sync import DpGroup, dp_sync
+from parplan.models.dp_sync import DpGroup, dp_sync, with_experts
 from parplan.models.layer_mix import LayerMix, stage_layers
 from parplan.models.layer_terms import StepContext
 from parplan.models.primitives.pipeline import one_f_one_b_makespan
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
-                                       port_contention, port_floor, reduction_beside_a2a, rs_beside_a2a)
+                                       port_contention, port_floor, reduction_beside_a2a, rs_beside_a2a,
+                                       buckets_beside_a2a, layer_buckets)
 from parplan.models import rtp_terms
 from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
@@ -131,19 +132,24 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     rs_l, ag_l, ar_l, rep_l = dp_sync(dg, params_last, P_layer / tp, zdeg, S, R, per_node)
     rs_m, ag_m, _, _ = dp_sync(dg, params_mid, P_layer / tp, zdeg, S, R, per_node)  # a middle stage (ZeRO-3 drain)
     rs_fx = rs_lx = 0.0  # the experts' share of the reduce-scatters (their buckets are layers' buckets)
-    if has_experts:  # expert gradients: the expert-data-parallel group (MoE parallel folding, Liu et al. 2025)
-        edp = np.asarray(mix.edp, dtype=f64)
-        x_layer = K[0].expert_params_dev
-        for k_ in K[1:]:
-            x_layer = np.maximum(x_layer, k_.expert_params_dev)
-        for tgt, params in (("f", x_first), ("l", x_last), ("m", x_mid)):
-            xs = dp_sync(dg, params, x_layer, edp, edp, np.ones_like(edp), mix.edp_per_node)
-            if tgt == "f":
-                rs_f, ag_f, ar_f, rs_fx = rs_f + xs[0], ag_f + xs[1], ar_f + xs[2], xs[0]
-            elif tgt == "l":
-                rs_l, ag_l, ar_l, rs_lx = rs_l + xs[0], ag_l + xs[1], ar_l + xs[2], xs[0]
-            else:
-                rs_m, ag_m = rs_m + xs[0], ag_m + xs[1]
+    if has_experts:  # expert gradients: the expert-data-parallel group (``dp_sync.with_experts``)
+        (rs_f, ag_f, ar_f, rs_fx), (rs_l, ag_l, ar_l, rs_lx), (rs_m, ag_m, _, _) = with_experts(
+            dg, ((rs_f, ag_f, ar_f), (rs_l, ag_l, ar_l), (rs_m, ag_m, 0.0)), (x_first, x_last, x_mid), K, mix.edp,
+            mix.edp_per_node)
+    # the layers' share of a stage's gradients (the rest: embedding on the first, output projection on the last)
+    lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
+    lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
+    dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
+    if not one_kind:
+        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
+        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)  # the DP and EP groups' port
+    bx_f = bx_l = bx_m = bx_ms = bx_mt = 0.0  # (MoE) the gradient buckets beside the pair's opening transfer
+    if not one_kind:  # (``port_terms.buckets_beside_a2a``)
+        fl = [layer_buckets(*a_) for a_ in ((rs_f, rs_fx, lay_f, n_first), (rs_l, rs_lx, lay_l, n_last),
+                                            (rs_m, 0.0, 1.0, n_mid_max))]
+        bx_f, bx_l, bx_m, bx_ms, bx_mt = buckets_beside_a2a(
+            ((c_first, fl[0]), (c_last, fl[1]), (c_mid, fl[2]), (counts(np.maximum(n_mid_max - 1, 0), "mid"), fl[2]),
+             (c_midt, fl[2])), over, (zero >= 2) & same_port & np.asarray(mix.pair_on, dtype=bool) & (P.dp * P.cp > 1))
     # zero 0: all-reduce after the last backward, overlapped with that micro-batch's backward (bucketed DDP);
     # zero 1: reduce-scatter (overlapped the same way) + parameter all-gather after the step (overlapped with the
     # next step's first forward); zero 2: reduce-scatter every micro-batch behind its backward, all-gather after
@@ -158,15 +164,12 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         wb_f, wb_l, wb_m, wf_f, wf_l = b_first, b_last, b_mid, f_first, f_last
     else:  # the pair's excess moves from the forward window to the backward one (the windows partition the slot)
         px_f, px_l = over(c_first, lambda k: k.terms.ep_fwd_pair), over(c_last, lambda k: k.terms.ep_fwd_pair)
-        wb_f, wb_l = b_first + px_f, b_last + px_l
-        wb_m = b_mid + over(c_mid, lambda k: k.terms.ep_fwd_pair)
+        wb_f, wb_l = b_first + px_f + bx_f, b_last + px_l + bx_l
+        wb_m = b_mid + over(c_mid, lambda k: k.terms.ep_fwd_pair) + bx_m
         wf_f, wf_l = f_first - px_f, f_last - px_l
     slack_l = np.maximum(pp - 1, 0) * wb_m / v  # the last stage's last backward ends that much before stage 0's
     win_f_b, win_l_b = og * wb_f, og * (wb_l + slack_l)
     x0 = lambda c_, w: np.maximum(0.0, c_ - w)  # noqa: E731
-    # the layers' share of a stage's gradients (the rest: embedding on the first, output projection on the last)
-    lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
-    lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
     # zero 0/1: each chunk's buckets after its own last backward, behind the cool-down's later backwards
     # (``zero1_terms.reduce_exposure``; experts' gradients belong to the layers' chunks)
     warm = np.minimum(pp, m)
@@ -175,19 +178,16 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     red_x = lambda c_f, c_l: np.maximum(  # noqa: E731
         reduce_exposure(c_f, lr_f, wb_f, 0.0, v, warm, og, False),
         reduce_exposure(c_l, np.where(single, lr_f, lr_l), wb_l, slack_l, v, warm, og, True))
-    dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
     ar1_f, ar1_l, rs1_f, rs1_l = ar_f, ar_l, rs_f, rs_l  # the once-per-step reductions as they run
     if not one_kind:  # (MoE) the once-per-step reductions on the all-to-all's port (``port_terms``)
-        ep_span = np.asarray(mix.ep_ranks, dtype=f64)
-        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)  # the DP and EP groups' port
         ar1_f, ar1_l, rs1_f, rs1_l = (reduction_beside_a2a(r_, cs, over, same_port) for r_, cs in ((ar_f, c_first),
                                     (ar_l, c_last), (rs_f, c_first), (rs_l, c_last)))
     dp0 = red_x(ar1_f, ar1_l)
     # pipeline makespan, interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
     # generalized to unequal stages: m·max + (Σ − max)/v; one chunk per device: the 1F1B makespan below
-    slot_first = f_first + b_first + p2p_stage
-    slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage)
-    slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage, 0.0)
+    slot_first = f_first + b_first + p2p_stage + bx_f
+    slot_last = np.where(single, slot_first, f_last + b_last + p2p_stage + bx_l)
+    slot_mid = np.where(pp > 2, f_mid + b_mid + p2p_stage + bx_m, 0.0)
     # the sends and the per-micro-batch DP collectives (ZeRO-2 reduce-scatters, ZeRO-3 gathers) on one NIC
     # (``port_terms.p2p_shares``): every boundary crosses nodes where a stage spans them (tp·cp ≥ node)
     nic_both = (pp > 1) & (tp * cp >= dpn) & (dp_span > dpn) & (P.dp * P.cp > 1)
@@ -206,7 +206,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     slot_first, slot_last = slot_first + sh_f, slot_last + np.where(single, 0.0, sh_l)
     slot_mid = np.where(pp > 2, slot_mid + sh_m, 0.0)
     sum_slots = np.where(single, slot_first,
-                         slot_first + slot_last + over(c_midt, lambda k: k.terms.fwd + k.terms.bwd + k.rc)
+                         slot_first + slot_last + over(c_midt, lambda k: k.terms.fwd + k.terms.bwd + k.rc) + bx_mt
                          + np.maximum(pp - 2, 0) * (p2p_stage + sh_m))
     t_max = np.maximum(np.maximum(slot_first, slot_last), slot_mid)
     t_pipe = m * t_max + (sum_slots - t_max) / v
@@ -216,7 +216,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     f_ms, b_ms = stage(counts(np.maximum(n_mid_max - 1, 0), "mid"), False, False)
     half = p2p_stage / 2.0
     t_pipe = np.where(v > 1, t_pipe, one_f_one_b_makespan(
-        [(slot_first, f_first + half, 1.0), (slot_mid, f_mid + half, n_big), (f_ms + b_ms + p2p_stage + sh_m,
+        [(slot_first, f_first + half, 1.0), (slot_mid, f_mid + half, n_big), (f_ms + b_ms + p2p_stage + sh_m + bx_ms,
          f_ms + half, n_mids - n_big), (slot_last, f_last + half, np.where(single, 0.0, 1.0))], m))
     bubble = t_pipe - m * t_max
     # ZeRO-1/2 parameter all-gather of the next step, chunk by chunk in forward order (``zero1_terms``)
@@ -251,11 +251,11 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     # zero 3 with a pipeline: the per-micro-batch exposure and the drain (``zero3_terms``; RTP: ``rtp_terms``)
     fb = (K[0].terms.fwd, K[0].terms.bwd + K[0].rc) if one_kind else None  # one layer's work (``zero3_terms``)
     dp3, steady3 = zero3_terms(
-        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first, rot and rots[0], n_first, slot_first, lay_f, fb,
-                   (emb_fwd, emb_bwd)),
-        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last, rot and rots[1], n_last, slot_last, lay_l, fb,
-                   (heads * out_fwd, heads * out_bwd)),
-        Zero3Stage(ag_m, ag_bm, rs_m, wf_m, wb_m, f_mid + b_mid, rot and rots[2], n_mid_max, slot_mid, 1.0, fb),
+        Zero3Stage(ag_f, ag_bf, rs_f, wf_f, wb_f, f_first + b_first + bx_f, rot and rots[0], n_first, slot_first,
+                   lay_f, fb, (emb_fwd, emb_bwd)),
+        Zero3Stage(ag_l, ag_bl, rs_l, wf_l, wb_l, f_last + b_last + bx_l, rot and rots[1], n_last, slot_last,
+                   lay_l, fb, (heads * out_fwd, heads * out_bwd)),
+        Zero3Stage(ag_m, ag_bm, rs_m, wf_m, wb_m, f_mid + b_mid + bx_m, rot and rots[2], n_mid_max, slot_mid, 1.0, fb),
         of_=of_, pp=pp, m=m, v=v, n_mid_total=n_mid_total, n_mid_max=n_mid_max, rep=rep, t_max=t_max, bubble=bubble,
         pair_on=None if one_kind else mix.pair_on, rotate=None if rot is None else rot.on, p2p=p2p, reshard=P.reshard)
     dp_exposed = np.where(P.dp * P.cp > 1, np.select([zero == 0, zero == 1, zero == 2], [dp0, dp1, dp2], dp3), 0.0)
@@ -310,7 +310,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     rc_c = t_(lambda k: k.rc)
     tp_c = t_(lambda k: k.terms.tp_fwd + k.terms.tp_bwd)
     cp_c = t_(lambda k: k.terms.cp_fwd + k.terms.cp_bwd)
-    ep_c = t_(lambda k: k.terms.ep_fwd + k.terms.ep_bwd) if not one_kind else 0.0
+    ep_c = t_(lambda k: k.terms.ep_fwd + k.terms.ep_bwd) + m * np.where(crit == 0, bx_f, np.where(
+        crit == 2, bx_l, bx_m)) if not one_kind else 0.0
     p2p_c = m * (p2p_stage + np.where(crit == 0, sh_f, np.where(crit == 2, sh_l, sh_m)))
     fo_c = t_(lambda k: 2.0 * k.terms.t_layer)
     li_c = t_(lambda k: k.terms.interference)
