@@ -108,10 +108,23 @@ def _pick(prof: Profiles, idx):
     return v, f
 
 
-def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dict) -> dict:
-    """Terms of one iteration for broadcast arrays ``d`` (work_s, span_s, tasks, deps, bytes, depth, rounds, single,
-    t: threads per socket, s: sockets, ranks: ranks per node, nodes, serial_fraction, face_bytes, dims, n_allreduce),
-    machine ``m`` (CpuMachine), runtime values ``v`` and flags ``f``."""
+def level_seconds(levels, gi, workers) -> np.ndarray:
+    """A level-by-level greedy schedule (Brent 1974), ``workspan.level_schedule``'s Σ_l ⌈w_l / P⌉·t_l, broadcast over
+    grain indices ``gi`` and worker counts: each distinct (grain, P) priced once, by the same row sums."""
+    g, p = np.asarray(gi), np.asarray(workers, dtype=float)
+    gu, ginv = np.unique(g, return_inverse=True)
+    pu, pinv = np.unique(p, return_inverse=True)
+    table = np.empty((len(gu), len(pu)))
+    for a, gg in enumerate(gu.tolist()):
+        w, ts = levels[int(gg)]
+        table[a] = (np.ceil(w[None, :] / np.maximum(pu[:, None], 1.0)) * ts[None, :]).sum(axis=1)
+    return table[ginv.reshape(g.shape), pinv.reshape(p.shape)]
+
+
+def shared_terms(d: dict, m, v: dict, f: dict, defaults: dict) -> dict:
+    """The terms of an iteration that do not depend on replaying it (both iterations of ``run_terms`` read them):
+    per-rank work and compute, the memory roofline's excess, the span, MPI halo and allreduce, and the intermediates
+    the per-task terms need."""
     sock = m.socket
     t, s, R, nodes = d["t"], d["s"], d["ranks"], d["nodes"]
     R_tot = R * nodes
@@ -131,13 +144,56 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     N = d["tasks"] / R_tot
     fence = sock.fence_s if sock.fence_s is not None else defaults["fence"]
     cas = sock.cas_s if sock.cas_s is not None else defaults["cas"]
+    burden = v["steal"] + np.where(s_r > 1, m.remote_latency_s * r, 0.0)
+    burden = burden + np.where(f["sync_per_level"], cas + fence, 0.0)
+    grain = d["work_s"] / d["tasks"]
+    span_r = np.maximum(np.minimum(d["span_s"], W), np.minimum(grain, W))
+    # an exact longest path takes the greedy bound (1 − 1/P)·T∞ (Graham 1969); one known in order only, Cilkscale's 1.7
+    coef = np.where(d.get("span_exact", False), 1.0, defaults["span_coefficient"])
+    span = ws.span_term(ws.burdened_span(span_r, d["depth"], burden), T, coef)
+    # random work stealing from one root: idle workers find work at the rate busy ones are hit, so the busy share
+    # grows logistically, db/dt = b(1 − b)/steal (mean-field stealing, Mitzenmacher SPAA 1998): 2·steal·ln(T − 1)
+    # from one busy worker to all but one (derived) — what of it the spawn levels' burden does not already hold
+    ramp = np.where((v["steal"] > 0) & ~d["single"] & (T > 2), 2.0 * burden * np.log(np.maximum(T - 1.0, 1.0)), 0.0)
+    burden_term = ws.span_term(d["depth"] * burden, T, coef)  # the spawn levels' burden alone
+    span = span + np.maximum(ramp - burden_term, 0.0)
+    one = R_tot == 1
+    if d.get("levels") is not None and np.any(one):
+        # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
+        # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone);
+        # priced for the one-rank plans' worker counts only (the others keep the span above)
+        lvl = level_seconds(d["levels"], d["gi"], np.where(one, T, 1.0)) * T / P_eff
+        span = np.where(one, np.maximum(lvl - W / P_eff, 0.0) + burden_term, span)
+    # hybrid MPI: halo exchange by the surface law, allreduce latency
+    multi = R_tot > 1
+    dims = d["dims"]
+    face = d["face_bytes"] * np.power(np.maximum(R_tot, 1.0), -(dims - 1.0) / dims)
+    if m.network is not None:
+        inter_bw, inter_lat = m.network.bytes_per_s, m.network.latency_s
+    else:
+        inter_bw, inter_lat = sock.stream_bytes_per_s, MPI_INTRA_NODE_LATENCY_S
+    beta = np.where(nodes > 1, inter_bw / R, sock.stream_bytes_per_s * s / (2.0 * R))
+    alpha = np.where(nodes > 1, inter_lat, MPI_INTRA_NODE_LATENCY_S)
+    halo = np.where(multi, ws.halo(2.0 * dims, face, alpha, beta), 0.0)
+    allred = d["n_allreduce"] * ws.allreduce_latency(R_tot, alpha)
+    return {"T": T, "P_eff": P_eff, "compute": compute, "memory": memory, "N": N, "fence": fence, "span": span,
+            "halo": halo, "allred": allred}
+
+
+def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dict,
+                    shared: "dict | None" = None) -> dict:
+    """Terms of one iteration for broadcast arrays ``d`` (work_s, span_s, tasks, deps, bytes, depth, rounds, single,
+    t: threads per socket, s: sockets, ranks: ranks per node, nodes, serial_fraction, face_bytes, dims, n_allreduce),
+    machine ``m`` (CpuMachine), runtime values ``v`` and flags ``f`` (``shared``: their ``shared_terms``)."""
+    sh = shared if shared is not None else shared_terms(d, m, v, f, defaults)
+    T, P_eff, compute, memory, N = sh["T"], sh["P_eff"], sh["compute"], sh["memory"], sh["N"]
     single = d["single"] & ~np.asarray(replay)
     if replay:
         per_task = v["replay"] * (1.0 - 0.5 * v["immediate_successor"])  # the bypass halves a dispatch (assumed)
         create = 0.0
         lock = np.where(f["replay_lock"], ws.lock_law(v["lock_s0"], v["lock_s1"], T), 0.0)
     else:
-        create = v["create"] + d["deps"] * v["dep"] + np.where(f["fence_per_task"], fence, 0.0)
+        create = v["create"] + d["deps"] * v["dep"] + np.where(f["fence_per_task"], sh["fence"], 0.0)
         per_task = v["sched"]
         # dependences registered under the team lock (libgomp: gomp_task_handle_depend runs with team->task_lock
         # held, gcc libgomp/task.c) grow with contenders like the lock itself: d·dep_s1·(P − 1) more serialized
@@ -152,60 +208,59 @@ def iteration_terms(d: dict, m, v: dict, f: dict, *, replay: bool, defaults: dic
     # lock at the closed network's throughput (workers alternate work_path·T/N outside it and s_lock(P) inside)
     through_lock = N / np.maximum(ws.lock_throughput(lock, work_path * T / np.maximum(N, 1e-30), T), 1e-300)
     contention = np.maximum(0.0, np.maximum(serial, np.where(N > 0, through_lock, 0.0)) - work_path)
-    burden = v["steal"] + np.where(s_r > 1, m.remote_latency_s * r, 0.0)
-    burden = burden + np.where(f["sync_per_level"], cas + fence, 0.0)
-    grain = d["work_s"] / d["tasks"]
-    span_r = np.maximum(np.minimum(d["span_s"], W), np.minimum(grain, W))
-    # an exact longest path takes the greedy bound (1 − 1/P)·T∞ (Graham 1969); one known in order only, Cilkscale's 1.7
-    coef = np.where(d.get("span_exact", False), 1.0, defaults["span_coefficient"])
-    span = ws.span_term(ws.burdened_span(span_r, d["depth"], burden), T, coef)
-    # random work stealing from one root: idle workers find work at the rate busy ones are hit, so the busy share
-    # grows logistically, db/dt = b(1 − b)/steal (mean-field stealing, Mitzenmacher SPAA 1998): 2·steal·ln(T − 1)
-    # from one busy worker to all but one (derived) — what of it the spawn levels' burden does not already hold
-    ramp = np.where((v["steal"] > 0) & ~d["single"] & (T > 2), 2.0 * burden * np.log(np.maximum(T - 1.0, 1.0)), 0.0)
-    burden_term = ws.span_term(d["depth"] * burden, T, coef)  # the spawn levels' burden alone
-    span = span + np.maximum(ramp - burden_term, 0.0)
-    if d.get("levels") is not None:
-        # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
-        # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone)
-        lvl = ws.level_schedule(d["levels"], d["gi"], T) * T / P_eff
-        span = np.where(R_tot == 1, np.maximum(lvl - W / P_eff, 0.0) + burden_term, span)
     rounds = d["rounds"] * np.where(np.asarray(replay) & f["no_iteration_barrier"], 0.0, 1.0)
     barrier = rounds * ws.barrier(f["tree"], v["barrier_c"], T)
-    # hybrid MPI: halo exchange by the surface law, allreduce latency
-    multi = R_tot > 1
-    dims = d["dims"]
-    face = d["face_bytes"] * np.power(np.maximum(R_tot, 1.0), -(dims - 1.0) / dims)
-    if m.network is not None:
-        inter_bw, inter_lat = m.network.bytes_per_s, m.network.latency_s
-    else:
-        inter_bw, inter_lat = sock.stream_bytes_per_s, MPI_INTRA_NODE_LATENCY_S
-    beta = np.where(nodes > 1, inter_bw / R, sock.stream_bytes_per_s * s / (2.0 * R))
-    alpha = np.where(nodes > 1, inter_lat, MPI_INTRA_NODE_LATENCY_S)
-    halo = np.where(multi, ws.halo(2.0 * dims, face, alpha, beta), 0.0)
-    allred = d["n_allreduce"] * ws.allreduce_latency(R_tot, alpha)
     z = np.zeros_like(compute)
     return {"compute_s": compute + z, "memory_s": memory + z, "task_overhead_s": overhead + z,
-            "contention_s": contention + z, "span_s": span + z, "barrier_s": barrier + z, "record_s": z.copy(),
-            "mpi_halo_s": halo + z, "mpi_allreduce_s": allred + z}
+            "contention_s": contention + z, "span_s": sh["span"] + z, "barrier_s": barrier + z, "record_s": z.copy(),
+            "mpi_halo_s": sh["halo"] + z, "mpi_allreduce_s": sh["allred"] + z}
 
 
 def run_terms(d: dict, m, prof: Profiles, ridx, defaults: dict) -> dict:
     """Every part over all iterations: vanilla runtimes I × one iteration; replay runtimes iteration 1 with the base
     profile + record, then (I − 1) replayed iterations."""
     v, f = _pick(prof, ridx)
-    first = iteration_terms(d, m, v, f, replay=False, defaults=defaults)
+    shared = shared_terms(d, m, v, f, defaults)
+    first = iteration_terms(d, m, v, f, replay=False, defaults=defaults, shared=shared)
     I = d["iterations"]
-    rep = iteration_terms(d, m, v, f, replay=True, defaults=defaults)
+    replays = f["replays"]
     R_tot = d["ranks"] * d["nodes"]
     eff = np.minimum(d["t"], m.socket.cores) * d["s"] / d["ranks"]
     record = np.where(d["single"], d["tasks"] / R_tot * v["record"], d["tasks"] / R_tot * v["record"] / eff)
-    replays = f["replays"]
-    out = {}
-    for k in TIME_PARTS:
-        vanilla = I * first[k]
-        replayed = first[k] + (I - 1) * rep[k]
-        out[k] = np.where(replays, replayed, vanilla)
+    rows = _replay_rows(ridx, replays, list(d.values()) + list(shared.values()))
+    if rows is None:  # runtimes mixed across axes: both iterations priced everywhere
+        rep = iteration_terms(d, m, v, f, replay=True, defaults=defaults, shared=shared)
+        out = {k: np.where(replays, first[k] + (I - 1) * rep[k], I * first[k]) for k in TIME_PARTS}
+    else:  # the replayed iteration priced for the replay runtimes' rows alone (the same floats there)
+        nd, n0 = np.ndim(ridx), np.shape(ridx)[0]
+
+        def at(x):
+            return x[rows] if isinstance(x, np.ndarray) and x.ndim == nd and x.shape[0] == n0 else x
+
+        if rows.size:
+            rep = iteration_terms({k: at(x) for k, x in d.items()}, m, {k: at(x) for k, x in v.items()},
+                                  {k: at(x) for k, x in f.items()}, replay=True, defaults=defaults,
+                                  shared={k: at(x) for k, x in shared.items()})
+        out = {}
+        for k in TIME_PARTS:
+            vanilla = I * first[k]
+            if not rows.size:
+                out[k] = np.where(replays, 0.0, vanilla)
+                continue
+            lead = (n0,) + np.shape(rep[k])[1:] if np.ndim(rep[k]) == nd else np.shape(rep[k])
+            o = np.empty(np.broadcast_shapes(np.shape(replays), np.shape(vanilla), lead))
+            o[...] = vanilla
+            o[rows] = at(first[k]) + (I - 1) * rep[k]
+            out[k] = o
     out["record_s"] = np.where(replays, record, 0.0) + 0.0 * out["compute_s"]
     out["total_s"] = sum(out[k] for k in TIME_PARTS)
     return out
+
+
+def _replay_rows(ridx, replays, arrays: list) -> "np.ndarray | None":
+    """The replay runtimes' places along the leading axis where runtimes vary along it alone and it leads every
+    array (a search's runtime axis, or a flat array of plans), else None."""
+    r = np.asarray(ridx)
+    if r.ndim == 0 or r.size != r.shape[0] or any(isinstance(x, np.ndarray) and x.ndim > r.ndim for x in arrays):
+        return None
+    return np.flatnonzero(np.asarray(replays).reshape(-1))

@@ -73,37 +73,55 @@ def search(spec, machine, *, runtimes=None, fix: "dict | None" = None, top: int 
             raise SpecError(f"grain {fix['grain']} is not one of the workload's", key="--fix grain",
                             allowed=[str(g) for g in grains])
         axes["grain"] = [grains.index(int(fix["grain"]))]
-    # the product runtime × threads × sockets × grain (grain fastest), each row followed by its rank counts:
-    # built as arrays (rank lists per distinct threads × sockets, padded and masked) — no per-plan Python objects
-    r, t, s, g = (x.ravel() for x in np.meshgrid(axes["runtime"], axes["threads"], axes["sockets"], axes["grain"],
-                                                 indexing="ij"))
-    pair, pinv = np.unique(np.stack([t, s]), axis=1, return_inverse=True)
-    lists = []
-    for tt, ss in pair.T.tolist():
-        ranks = [int(fix["ranks"])] if "ranks" in fix else (rank_counts(tt * ss, ss) if spec.mpi is not None else [1])
-        lists.append([k for k in ranks if (tt * ss) % k == 0])
-    width = max([len(x) for x in lists] + [1])
-    ks = np.zeros((len(lists), width))
-    valid = np.zeros((len(lists), width), bool)
-    for i, x in enumerate(lists):
-        ks[i, :len(x)] = x
-        valid[i, :len(x)] = True
-    rows_k, rows_ok = ks[pinv.reshape(-1)], valid[pinv.reshape(-1)]
-    n_combos = int(rows_ok.sum())
+    # the plans: runtime × (threads, sockets) × grain (grain fastest), each followed by the rank counts of its
+    # threads × sockets; priced on broadcast axes — runtime [R, 1, 1], (threads, sockets, ranks) combination
+    # [1, C, 1], grain [1, 1, G] — so each term is computed at the axes it depends on (the same floats per plan as a
+    # flat array of plans), then read in the plans' order through one index array
+    ct, cs, ck, blocks = [], [], [], []
+    G = len(axes["grain"])
+    for tt in axes["threads"]:
+        for ss in axes["sockets"]:
+            ranks = [int(fix["ranks"])] if "ranks" in fix else (rank_counts(tt * ss, ss) if spec.mpi is not None
+                                                                 else [1])
+            ks = [k for k in ranks if (tt * ss) % k == 0]
+            c0 = len(ct)
+            ct += [tt] * len(ks)
+            cs += [ss] * len(ks)
+            ck += ks
+            blocks.append((c0 + np.arange(len(ks)))[None, :] * G + np.arange(G)[:, None])  # [grain, rank count]
+    C, Rn = len(ct), len(axes["runtime"])
+    n_combos = Rn * C * G
     if n_combos == 0:
         raise SpecError("no configuration is left after --fix", key="--fix")
     if n_combos > MAX_CONFIGS:
         raise SpecError(f"{n_combos:,} configurations is above {MAX_CONFIGS:,}", key="--fix")
-    base = np.repeat(np.arange(len(r)), width).reshape(len(r), width)[rows_ok]
-    a = np.stack([r[base], t[base], s[base], g[base], rows_k[rows_ok]]).astype(float)
-    out = evaluate(spec, machine, a[0].astype(int), a[1], a[2], a[3].astype(int), a[4], prof=prof, summary=summary)
-    order = np.argsort(out["total_s"], kind="stable")
-    n = len(order) if top == 0 else min(top, len(order))
+    ridx, gidx = np.array(axes["runtime"]), np.array(axes["grain"])
+    ct, cs, ck = (np.array(x, dtype=float) for x in (ct, cs, ck))
+    out = evaluate(spec, machine, ridx[:, None, None], ct[None, :, None], cs[None, :, None], gidx[None, None, :],
+                   ck[None, :, None], prof=prof, summary=summary)
+    plan = (np.arange(Rn)[:, None] * (C * G) + np.concatenate([b.ravel() for b in blocks])[None, :]).ravel()
+    total = np.broadcast_to(out["total_s"], (Rn, C, G)).reshape(-1)
+    order = plan[_ranked(total[plan], top)]  # the ranked plans' places on the axes
+    at = np.unravel_index(order, (Rn, C, G))
+    col = {k: np.broadcast_to(out[k], (Rn, C, G))[at].tolist() for k in ("total_s", "speedup") + TIME_PARTS}
+    gsel = gidx[at[2]]
+    keys = zip(ridx[at[0]].tolist(), ct[at[1]].tolist(), cs[at[1]].tolist(), gsel.tolist(), ck[at[1]].tolist(),
+               summary.grain_s[gsel].tolist())
     rows = []
-    for rank, i in enumerate(order[:n], 1):
-        gi = int(a[3][i])
-        rows.append({"rank": rank, "runtime": prof.names[int(a[0][i])], "threads": int(a[1][i]),
-                     "sockets": int(a[2][i]), "grain": int(grains[gi]), "ranks": int(a[4][i]),
-                     "grain_s": float(summary.grain_s[gi]), "total_s": float(out["total_s"][i]),
-                     "speedup": float(out["speedup"][i]), **{k: float(out[k][i]) for k in TIME_PARTS}})
+    for i, (ri, tt, ss, g, kk, gs) in enumerate(keys):
+        rows.append({"rank": i + 1, "runtime": prof.names[ri], "threads": int(tt), "sockets": int(ss),
+                     "grain": int(grains[g]), "ranks": int(kk), "grain_s": gs, "total_s": col["total_s"][i],
+                     "speedup": col["speedup"][i], **{k: col[k][i] for k in TIME_PARTS}})
     return TaskPlans(spec.name, machine.name, rows, n_combos)
+
+
+def _ranked(total: np.ndarray, top: int) -> np.ndarray:
+    """The first ``top`` (0: all) indices of the stable ascending order of ``total``, without sorting past them:
+    every index up to the top-th smallest value, ties included, sorted stably."""
+    if top == 0 or top >= len(total):
+        return np.argsort(total, kind="stable")
+    kth = np.partition(total, top - 1)[top - 1]
+    if not np.isfinite(kth):  # NaN or ∞ among the first: the full sort's order
+        return np.argsort(total, kind="stable")[:top]
+    near = np.flatnonzero(total <= kth)
+    return near[np.argsort(total[near], kind="stable")][:top]
