@@ -49,17 +49,21 @@ def _slot(cluster, name: str, key: str) -> int:
 
 
 class _Times:
-    """Per-layer times per device type, cached (one roofline or profile lookup per device id)."""
+    """Per-layer times per device type, cached (one roofline or profile lookup per device id), and the workload's
+    per-layer arrays (``spec.arrays()``, built once): one instance serves every plan of a search."""
 
     def __init__(self, spec, cluster, batch: int, dtype: str):
         self.spec, self.cluster, self.batch, self.dtype = spec, cluster, batch, dtype
         self._c: dict = {}
         self.provenance: dict = {}
+        self.arrays = spec.arrays()
 
     def __call__(self, slot: int) -> np.ndarray:
-        dev = self.cluster.devices[slot]
+        return self.device(self.cluster.devices[slot])
+
+    def device(self, dev) -> np.ndarray:
         if dev.id not in self._c:
-            t, src = T.layer_times(self.spec, dev, self.batch, self.dtype)
+            t, src = T.layer_times(self.spec, dev, self.batch, self.dtype, self.arrays)
             self._c[dev.id], self.provenance[dev.id] = t, src
         return self._c[dev.id]
 
@@ -79,7 +83,7 @@ def chain_estimate(spec, cluster, stages: list, *, technique: str = "pipeline", 
     job = spec.inference
     mb, nb = job.microbatch, spec.dtype_bytes
     times = times or _Times(spec, cluster, mb, job.dtype)
-    a = spec.arrays()
+    a = times.arrays
     src = source_slot(spec, cluster)
     loads: dict = {}
     rows, reasons = [], []
@@ -142,7 +146,8 @@ def chain_estimate(spec, cluster, stages: list, *, technique: str = "pipeline", 
     metrics = {"latency_s": latency, "bottleneck_s": bottleneck, "bottleneck": ":".join(bott_key),
                "throughput_per_s": mb / bottleneck, "makespan_s": makespan, "energy_j": energy,
                "microbatch": mb, "requests": M}
-    notes = [f"{k}: per-layer times from the {v}" for k, v in sorted(times.provenance.items())]
+    used = {cluster.devices[s].id for s, _, _ in stages}  # a shared ``times`` holds other plans' devices too
+    notes = [f"{k}: per-layer times from the {v}" for k, v in sorted(times.provenance.items()) if k in used]
     plan = "stages=" + "/".join(f"{cluster.ids[s]}:{lo + 1}-{hi}" for s, lo, hi in stages)
     return EdgeEstimate(spec.name, cluster.name, technique, plan, makespan, parts, metrics, rows, not reasons,
                         reasons, notes)
@@ -184,14 +189,17 @@ def split_stages(spec, cluster, edge: int, k: int, server: "int | None" = None) 
         return [(srv, 0, n)]
     if k >= n:
         return [(edge, 0, n)]
+    if edge == srv:  # both halves on one device: a transfer from the server to itself
+        raise SpecError(f"split={cluster.ids[edge]}:{k} splits on the server it offloads to", key="--plan split",
+                        allowed=[d for i, d in enumerate(cluster.ids) if i != srv], hint=f"k = 0 or {n} on it")
     return [(edge, 0, k), (srv, k, n)]
 
 
-def neurosurgeon_sweep(spec, cluster, edge: int, server: int) -> dict:
+def neurosurgeon_sweep(spec, cluster, edge: int, server: int, times: "_Times | None" = None) -> dict:
     """T(k), E(k) for every k (edge_terms.neurosurgeon) with the edge device as the source."""
     job = spec.inference
-    times = _Times(spec, cluster, job.microbatch, job.dtype)
-    a = spec.arrays()
+    times = times or _Times(spec, cluster, job.microbatch, job.dtype)
+    a = times.arrays
     nb, mb = spec.dtype_bytes, job.microbatch
     d = np.concatenate([[spec.input_elements], a["out_elements"]])[:-1] * nb * mb  # D_0 = input, D_k = out(k)
     d = np.concatenate([d, [0.0]])

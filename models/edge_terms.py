@@ -24,13 +24,14 @@ DATA_BUFFERS_OUT = 1  # send-queue depth (assumed 1)
 OPTIMIZER_COPIES = 2.0  # training on a device: weights + gradients (SGD without momentum state, PiPar's setting; assumed)
 
 
-def layer_times(spec, dev, batch: int, dtype: str) -> tuple[np.ndarray, str]:
-    """Seconds per layer of one microbatch of ``batch`` samples on ``dev``, and where they come from."""
+def layer_times(spec, dev, batch: int, dtype: str, a: "dict | None" = None) -> tuple[np.ndarray, str]:
+    """Seconds per layer of one microbatch of ``batch`` samples on ``dev``, and where they come from (``a``: the
+    workload's ``arrays()`` where the caller holds them)."""
     prof = spec.profiles.get(dev.id)
     if prof is not None:
         pb, _pdtype, t = prof
         return t * (batch / pb), "profile"  # measured at batch pb; linear in the batch (assumed beyond pb)
-    a = spec.arrays()
+    a = a if a is not None else spec.arrays()
     nbytes = spec.dtype_bytes
     compute = a["flops"] * batch / (dev.peak(dtype) * dev.efficiency)  # roofline compute side
     ins = np.concatenate([[spec.input_elements], a["out_elements"][:-1]])
@@ -40,6 +41,8 @@ def layer_times(spec, dev, batch: int, dtype: str) -> tuple[np.ndarray, str]:
 
 def transfer_s(nbytes, bytes_per_s, rtt_s):
     """``bytes / bandwidth + RTT/2``; zero bytes cost nothing (no message)."""
+    if isinstance(nbytes, (int, float)):  # one message (a plan's stage): the same floats without array calls
+        return nbytes / bytes_per_s + rtt_s / 2.0 if nbytes > 0 else 0.0
     nbytes = np.asarray(nbytes, dtype=float)
     return np.where(nbytes > 0, nbytes / bytes_per_s + rtt_s / 2.0, 0.0)
 

@@ -2,10 +2,11 @@
 
 * **PipeEdge's exact DP** (usc-isi/PipeEdge ``src-native/schedule.cpp``, ANCHORS.md Part B §3.2) over (layers
   placed, devices of each type used, type of the next device), minimizing the pipeline bottleneck
-  ``max(h, compute, comm)`` with ``comm = bytes_out / min(bw_u, bw_v)`` and the memory check; the inner loop over
-  the stage's last layer is vectorized.  Types are the cluster's device groups; hosts are handed out in order
-  (``schedule_types_to_hosts``).  Shared wireless channels are not in PipeEdge's model: the decoded plan is
-  re-priced with them and the difference is reported.
+  ``max(h, compute, comm)`` with ``comm = bytes_out / min(bw_u, bw_v)`` and the memory check, one array step per
+  count of devices used (``pipeedge_tables``); the plan is decoded by backtracking the optimum's first-found
+  transitions.  Types are the cluster's device groups; hosts are handed out in order (``schedule_types_to_hosts``).
+  Shared wireless channels are not in PipeEdge's model: the decoded plan is re-priced with them and the difference
+  is reported.
 * **Neurosurgeon**: every split k = 0..N of every edge device with every server (``edge_terms.neurosurgeon``).
 * **PiPar's parameter selection**: every split P × batches in flight N (powers of two and their 1.5×) that fits
   device memory, beside federated and split learning.
@@ -20,9 +21,10 @@ import numpy as np
 
 from parplan.errors import SpecError, did_you_mean, short
 from parplan.models import edge as M
-from parplan.models import edge_terms as T
+from parplan.models.edge_stages import StageTables, stage_tables
 
 MAX_DP_STATES = 2_000_000  # layers × Π(count + 1) × types
+DP_CHUNK = 1 << 22  # floats per array step of the DP (the min over a stage's first layer runs in blocks of it)
 MAX_PLACEMENTS = 200_000
 INFLIGHT = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 OBJECTIVES = ("latency", "throughput", "energy", "availability")
@@ -43,100 +45,109 @@ class EdgePlans:
                 "plans": [dict(rank=i + 1, **e.to_dict()) for i, e in enumerate(self.rows)]}
 
 
-def pipeedge_dp(spec, cluster) -> tuple[list, float, int]:
-    """(stages [(slot, lo, hi)], DP bottleneck, states) — PipeEdge's schedule_device_types on the cluster's groups."""
-    job = spec.inference
-    mb, nb, L = job.microbatch, spec.dtype_bytes, len(spec.layers)
-    times = M._Times(spec, cluster, mb, job.dtype)
-    a = spec.arrays()
-    groups = cluster.groups
+@dataclass
+class DPTables:
+    """PipeEdge's DP as tables: ``h[j, S, v]``, the least bottleneck of layers [0, j) placed on the device set S
+    (devices used per type, mixed radix ``pp``) with the next stage on type v, and the best end state."""
+    h: np.ndarray
+    st: StageTables
+    pp: np.ndarray
+    digit: np.ndarray  # [S, u]: devices of type u in S
+    res: float
+    res_idx: "tuple | None"  # (first layer of the last stage, S, its type)
+
+    def parent(self, j: int, S: int, v: int) -> tuple:
+        """(i, u) of the stage [i, j) on type u that reached state (j, S, v) first: the transitions in the order of
+        schedule.cpp's loops (layer i ascending, type u descending), the first whose cost is the state's value (the
+        one a strict-improvement scan keeps)."""
+        st, n = self.st, len(self.st.counts)
+        us = np.arange(n)[::-1]
+        prev = S - self.pp[us]
+        ok = (self.digit[S, us] >= 1) & (self.digit[np.maximum(prev, 0), v] != st.counts[v])
+        cost = np.maximum(self.h[:j, np.maximum(prev, 0), us],
+                          np.maximum(st.compute_s[us, :j, j].T, st.comm_s[us, v, j - 1][None, :]))  # [i, u desc]
+        hit = np.flatnonzero((ok[None, :] & st.fits[us, :j, j].T & (cost == self.h[j, S, v])).ravel())
+        if not hit.size:
+            return -1, -1
+        return int(hit[0] // n), int(us[hit[0] % n])
+
+
+def pipeedge_tables(spec, cluster, times=None, within=None) -> DPTables:
+    """PipeEdge's schedule_device_types recurrence ``h[j, S + pp[u], v] = min over (i, u) of max(h[i, S, u],
+    compute_u(i, j), comm_uv(j))`` (memory fitting, type v not used up in S), by device count: the states of k devices
+    depend only on those of k − 1, so each count is one array step over every layer pair — with the min over the
+    stage's first layer i taken before the max with the comm, which does not depend on i (min and max of the same
+    floats: the values of the layer-by-layer scan).  ``within``: ``edge_stages.stage_tables``'s (a part of a larger
+    cluster, whose source may lie outside the part)."""
+    L, groups = len(spec.layers), cluster.groups
     n = len(groups)
-    counts = [g[2] for g in groups]
-    first = [g[1] for g in groups]
-    pp = [1]
-    for c in counts:
-        pp.append(pp[-1] * (c + 1))
-    mask = pp[-1]
+    counts = np.array([g[2] for g in groups])
+    pp = np.concatenate([[1], np.cumprod(counts + 1)])
+    mask = int(pp[-1])
     if (L + 1) * mask * n > MAX_DP_STATES:
         raise SpecError(f"PipeEdge DP over {L} layers and {cluster.name} has {(L + 1) * mask * n:,} states "
                         f"(more than {MAX_DP_STATES:,})", key="--hw", hint="fewer device groups or devices")
-    src = M.source_slot(spec, cluster)
-    cum = {u: np.concatenate([[0.0], np.cumsum(times(first[u]))]) for u in range(n)}
-    out_b = a["out_elements"] * nb * mb
-    in_b = np.concatenate([[spec.input_elements], a["out_elements"][:-1]]) * nb * mb
-    mem_cum = np.concatenate([[0.0], np.cumsum(a["mem_bytes"])])
+    st = stage_tables(spec, cluster, times, within)
+    digit = np.arange(mask)[:, None] // pp[None, :n] % (counts + 1)  # [S, u]
+    full = digit == counts
+    level = digit.sum(axis=1)
+    h = np.full((L + 1, mask + 1, n), np.inf)  # one more device set, never reached: "no device of that type to drop"
+    h[0, 0] = st.first_hop_s  # the first stage receives the input unless the source device runs it
+    step = np.where(st.fits[:, :L, :L], st.compute_s[:, :L, :L], np.inf)  # [u, i, j]: a stage the chain continues after
+    comm = st.comm_s[:, :, :L - 1]  # [u, v, j − 1] for j = 1..L − 1
+    types = np.arange(n)
+    # the device sets by device count (ascending within a count); per set S2 and type u of the last stage: the set
+    # before that stage (S2 − pp[u], or the unreached one where S2 holds no device of type u) and whether the next type
+    # still has a device there
+    order = np.argsort(level, kind="stable")
+    cut = np.searchsorted(level[order], np.arange(int(level.max()) + 2))
+    has = digit[order] >= 1
+    prev = np.where(has, order[:, None] - pp[None, :n], mask)
+    nxt = has[:, :, None] & ~np.vstack([full, full[:1]])[prev]  # [s, u, v]
+    for k in range(1, min(len(cut) - 1, L)):  # k stages end before layer L only if k < L
+        a, b = int(cut[k]), int(cut[k + 1])
+        hs = h[k - 1:L, prev[a:b], types].transpose(1, 2, 0)  # [s, u, i ≥ k − 1]: the states a stage leaves from
+        bi = max(1, DP_CHUNK // max(1, (b - a) * n * L))  # the min over i of max(h, compute), i in blocks
+        best = np.maximum(hs[:, :, :bi, None], step[None, :, k - 1:k - 1 + bi, :]).min(axis=2)  # [s, u, j]
+        for i0 in range(bi, L - k + 1, bi):
+            blk = np.maximum(hs[:, :, i0:i0 + bi, None], step[None, :, k - 1 + i0:k - 1 + i0 + bi, :])
+            best = np.minimum(best, blk.min(axis=2))
+        cost = np.where(nxt[a:b, :, :, None], np.maximum(best[:, :, None, 1:], comm[None]), np.inf)  # [s, u, v, j]
+        h[1:L, order[a:b]] = cost.min(axis=1).transpose(2, 0, 1)
+    h = h[:, :mask]
+    # the chain ends with the stage [i, L) on type u: the result returns to the source
+    hh = h[:L]
+    live = np.isfinite(hh) & ~full[None] & st.fits[:, :L, L].T[:, None, :]  # [i, S, u]
+    back = np.zeros((L, n))  # [i, u]
+    back[0] = st.back_first
+    if st.back_hop is not None:
+        for u in np.flatnonzero(live[1:].any(axis=(0, 1))).tolist():
+            back[1:, u] = st.back_hop(u)
+    ends = np.where(live, np.maximum(np.maximum(hh, st.compute_s[:, :L, L].T[:, None, :]), back[:, None, :]), np.inf)
+    k = int(np.argmin(ends))  # the first state (i, S, u) of the least cost
+    res = float(ends.flat[k])
+    idx = (k // (mask * n), k // n % mask, k % n) if np.isfinite(res) else None
+    return DPTables(h, st, pp, digit, res, idx)
 
-    def comm(u, v, nbytes):
-        if u == v and counts[u] == 1:
-            return np.full_like(nbytes, np.inf)
-        b = first[v] + (1 if u == v else 0)
-        return nbytes / cluster.link(first[u], b).up_bytes_per_s  # a link is busy for the airtime (no RTT)
 
-    h = np.full((L + 1, mask, n), np.inf)
-    parent = np.full((L + 1, mask, n, 2), -1, dtype=np.int64)
-    src_group = cluster.group_of(src) if src is not None else None
-
-    def hop(a: int, b: int, nbytes) -> float:
-        return nbytes / cluster.link(a, b).up_bytes_per_s
-
-    for u in range(n):  # the first stage receives the input unless the source device runs it
-        h[0, 0, u] = 0.0 if src is None or src_group == groups[u][0] else hop(src, first[u], in_b[0])
-    # the DP's tables as arrays: full[S, u] (type u's devices all used in S), comm[u][v, j] (the stage ending at
-    # layer j on type u sends to type v), memory per device type
-    S_all = np.arange(mask)
-    full = np.stack([S_all // pp[u] % (counts[u] + 1) == counts[u] for u in range(n)], axis=1)
-    comm_t = [np.stack([comm(u, v, out_b) for v in range(n)]) for u in range(n)]  # [v, layer index jj − 1]
-    cap = [cluster.devices[first[u]].memory_bytes for u in range(n)]
-    res, res_idx = np.inf, None
-    j = np.arange(1, L + 1)
-    for i in range(L):
-        jj = j[i:]  # stage = layers [i, jj)
-        mem = mem_cum[jj] - mem_cum[i] + (in_b[i] * T.DATA_BUFFERS_IN if i > 0 else 0.0) \
-            + out_b[jj - 1] * T.DATA_BUFFERS_OUT + in_b[i] + out_b[jj - 1]
-        live = np.isfinite(h[i]) & ~full  # states (S, u) that place a stage from layer i
-        ends = np.full((mask, n), np.inf)  # the chain ends here: cost per state, in the order (S, u)
-        # every state at layer i at once; per type u of the stage's device, in descending u: for one target
-        # (j, S + pp[u], v) the sources run in ascending S = descending u, the order of the scalar recurrence,
-        # so strict improvement keeps the same first-found optimum and parent
-        for u in range(n - 1, -1, -1):
-            Ss = np.flatnonzero(live[:, u])
-            if not Ss.size:
-                continue
-            h0 = h[i, Ss, u]
-            comp = cum[u][jj] - cum[u][i]
-            fit = cap[u] > mem  # schedule.cpp is_layers_fit
-            if fit[-1]:
-                back = 0.0  # the result returns to the source (unless the source ran the only stage)
-                if src is not None and not (i == 0 and src_group == groups[u][0]):
-                    other = first[u] + 1 if first[u] == src else first[u]  # a device of type u other than src
-                    back = hop(other, src, out_b[-1])
-                ends[Ss, u] = np.maximum(np.maximum(h0, comp[-1]), back)
-            if len(jj) < 2:
-                continue
-            S2 = Ss + pp[u]
-            cost = np.maximum(h0[:, None, None], np.maximum(comp[None, None, :], comm_t[u][None, :, jj - 1]))[..., :-1]
-            cost = np.where(fit[None, None, :-1] & ~full[Ss][:, :, None], cost, np.inf)  # [S, v, j]
-            tgt = h[jj[:-1][None, None, :], S2[:, None, None], np.arange(n)[None, :, None]]
-            better = cost < tgt
-            if better.any():
-                si, vi, ji = np.nonzero(better)
-                h[jj[ji], S2[si], vi] = cost[si, vi, ji]
-                parent[jj[ji], S2[si], vi] = (i, u)
-        flat = ends.reshape(-1)
-        k = int(np.argmin(flat))  # the first state (S, u) of the least cost
-        if flat[k] < res:
-            res, res_idx = float(flat[k]), (i, k // n, k % n)
-    if res_idx is None:
+def pipeedge_dp(spec, cluster, times=None, within=None) -> tuple[list, float, int]:
+    """(stages [(slot, lo, hi)], DP bottleneck, states) — PipeEdge's schedule_device_types on the cluster's groups
+    (``times``: a ``models.edge._Times`` of the search, shared by its estimates; ``within``: (the full cluster, its
+    slot per slot of ``cluster``) when ``cluster`` is a part of it — the stages are still slots of ``cluster``)."""
+    tab = pipeedge_tables(spec, cluster, times, within)
+    L, n, mask = len(spec.layers), len(cluster.groups), int(tab.pp[-1])
+    if tab.res_idx is None:
         raise SpecError(f"no pipeline of {spec.name} fits {cluster.name}'s memory", key="--hw",
                         hint="devices with more memory, or more devices")
-    i, S, u = res_idx
+    groups, first = cluster.groups, tab.st.first
+    i, S, u = tab.res_idx
     typed = [(u, i, L)]
     layer = i
     while layer > 0:
-        li, lu = parent[layer, S, u]
-        S -= pp[lu]
-        typed.append((int(lu), int(li), layer))
-        layer, u = int(li), int(lu)
+        li, lu = tab.parent(layer, S, u)
+        S -= int(tab.pp[lu])
+        typed.append((lu, li, layer))
+        layer, u = li, lu
     typed.reverse()
     used = {k: 0 for k in range(n)}
     stages = []
@@ -144,21 +155,32 @@ def pipeedge_dp(spec, cluster) -> tuple[list, float, int]:
         slot = first[t] + used[t]
         used[t] += 1
         stages.append((slot, lo, hi))
-    if src is not None and src_group == groups[typed[0][0]][0] and stages[0][0] != src:
+    src = _source_in(spec, cluster, within)
+    if src is not None and cluster.group_of(src) == groups[typed[0][0]][0] and stages[0][0] != src:
         for k, (slot, lo, hi) in enumerate(stages):  # hand the source's own slot to the first stage
             if slot == src:
                 stages[k] = (stages[0][0], lo, hi)
                 break
         stages[0] = (src, stages[0][1], stages[0][2])
-    return stages, float(res), int((L + 1) * mask * n)
+    return stages, tab.res, int((L + 1) * mask * n)
+
+
+def _source_in(spec, cluster, within) -> "int | None":
+    """The source's slot in ``cluster`` (None without a source, or where it lies outside this part of ``within``)."""
+    if within is None:
+        return M.source_slot(spec, cluster)
+    full, slots = within
+    src = M.source_slot(spec, full)
+    return slots.index(src) if src is not None and src in slots else None
 
 
 def _chain_candidates(spec, cluster, objective: str) -> tuple[list, int, list]:
     notes, cands, n_cfg = [], [], 0
     L = len(spec.layers)
+    times = M._Times(spec, cluster, spec.inference.microbatch, spec.inference.dtype)  # shared by every candidate
     try:
-        stages, bott, states = pipeedge_dp(spec, cluster)
-        e = M.chain_estimate(spec, cluster, stages, technique="pipeline")
+        stages, bott, states = pipeedge_dp(spec, cluster, times)
+        e = M.chain_estimate(spec, cluster, stages, technique="pipeline", times=times)
         n_cfg += states
         if abs(e.metrics["bottleneck_s"] - bott) > 1e-9 * max(bott, 1e-30):
             notes.append(f"PipeEdge DP bottleneck {bott:.4g} s; with shared channels re-priced "
@@ -170,25 +192,27 @@ def _chain_candidates(spec, cluster, objective: str) -> tuple[list, int, list]:
     if cluster.servers() and edge_groups:  # the same DP on the edge boards alone: the plan without a server
         sub, slots = _subcluster(cluster, edge_groups)
         try:
-            stages, _, states = pipeedge_dp(spec, sub)
+            stages, _, states = pipeedge_dp(spec, sub, times, (cluster, slots))  # the same devices: times by id
             cands.append(M.chain_estimate(spec, cluster, [(slots[s], lo, hi) for s, lo, hi in stages],
-                                          technique="pipeline"))
+                                          technique="pipeline", times=times))
             n_cfg += states
         except SpecError as err:
             notes.append(f"pipeline DP on the edge boards alone: {err}")
     src = M.source_slot(spec, cluster)
-    edge_slots = [src] if src is not None else [g[1] for g in edge_groups]
+    edge_slots = [g[1] for g in edge_groups] if src is None else [src] if cluster.devices[src].kind == "edge" else []
+    if src is not None and not edge_slots:  # Neurosurgeon offloads from a board to a server
+        notes.append(f"Neurosurgeon splits: none, the source ({cluster.ids[src]}) is a server, not an edge board")
     for edge in edge_slots:
         for srv in cluster.servers():
-            sweep = M.neurosurgeon_sweep(spec, cluster, edge, srv)
+            sweep = M.neurosurgeon_sweep(spec, cluster, edge, srv, times)
             n_cfg += L + 1
             key = "energy_j" if objective == "energy" else "total_s"
             for k in np.argsort(sweep[key], kind="stable")[:SPLITS_SHOWN]:  # the best split points, not one
                 cands.append(M.chain_estimate(spec, cluster, M.split_stages(spec, cluster, edge, int(k), srv),
-                                              technique="split"))
+                                              technique="split", times=times))
     for name, first, _ in cluster.groups:  # every device type alone
         cands.append(M.chain_estimate(spec, cluster, [(src if src is not None and cluster.group_of(src) == name
-                                                       else first, 0, L)], technique="single"))
+                                                       else first, 0, L)], technique="single", times=times))
         n_cfg += 1
     return cands, n_cfg, notes
 
