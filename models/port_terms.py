@@ -180,3 +180,16 @@ def buckets_beside_a2a(stages, over, on):
         return np.maximum(np.minimum(k.terms.ep_bwd_lead, bucket) - k.terms.ep_slack, 0.0)
 
     return [np.where(on, over(cs, lambda k: meet(k, b_)), 0.0) for cs, b_ in stages]
+
+
+def pair_bucket_delays(stages, over, on, zero, single, ar_rs):
+    """The gradient buckets beside the pair's opening transfer (``buckets_beside_a2a``) of each stage: ((first,
+    last, middle) backward windows, (first, last, middle, middle less a layer, all middles) per slot, once per
+    step).  ZeRO-2/3 send a layer's bucket after every backward, so each slot gains it; ZeRO-0/1 after the last
+    backward only — each stage's last backwards (its chunks'), one stage after the other in the cool-down, once
+    per step (ZeRO-0's buckets are all-reduces: ``ar_rs`` = all-reduce / reduce-scatter seconds).  ``stages``:
+    (layer counts, the stage's reduce-scatter, its experts' part, the layers' share, layers) for the first, last,
+    a middle stage, a middle stage less a layer, all middle stages."""
+    bx = buckets_beside_a2a([(cs, ar_rs * layer_buckets(r_, x_, l_, n_)) for cs, r_, x_, l_, n_ in stages], over, on)
+    once = np.where(zero <= 1, bx[0] + np.where(single, 0.0, bx[1]) + bx[4], 0.0)
+    return bx[:3], [np.where(zero >= 2, x_, 0.0) for x_ in bx], once

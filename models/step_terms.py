@@ -18,8 +18,8 @@ from parplan.models.primitives.pipeline import one_f_one_b_makespan
 from parplan.models.primitives.uncertainty import interval_factors
 from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
-                                       port_contention, port_floor, reduction_beside_a2a, rs_beside_a2a,
-                                       buckets_beside_a2a, layer_buckets)
+                                       pair_bucket_delays, port_contention, port_floor, reduction_beside_a2a,
+                                       rs_beside_a2a)
 from parplan.models import rtp_terms
 from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
@@ -136,20 +136,23 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         (rs_f, ag_f, ar_f, rs_fx), (rs_l, ag_l, ar_l, rs_lx), (rs_m, ag_m, _, _) = with_experts(
             dg, ((rs_f, ag_f, ar_f), (rs_l, ag_l, ar_l), (rs_m, ag_m, 0.0)), (x_first, x_last, x_mid), K, mix.edp,
             mix.edp_per_node)
-    # the layers' share of a stage's gradients (the rest: embedding on the first, output projection on the last)
+    # the layers' share of a stage's gradients (the rest: the first's embedding, the last's output projection)
     lay_f = np.where(params_first > 0, over(c_first, lambda k: k.params_tp) / tp / np.maximum(params_first, 1.0), 1.0)
     lay_l = np.where(params_last > 0, over(c_last, lambda k: k.params_tp) / tp / np.maximum(params_last, 1.0), 1.0)
     dp_span = np.where(P.dp > 1, (P.dp - 1) * tp * cp * pp + tp * cp, tp * cp)  # ranks the DP group spans
-    if not one_kind:
+    bw_f = bw_l = bw_m = bx_f = bx_l = bx_m = bx_ms = bx_mt = bx_once = 0.0
+    ar1_f, ar1_l, rs1_f, rs1_l = ar_f, ar_l, rs_f, rs_l  # the once-per-step reductions as they run (MoE: beside
+    if not one_kind:  # the all-to-all where the DP and EP groups leave by the same port, ``port_terms``)
         ep_span = np.asarray(mix.ep_ranks, dtype=f64)
-        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)  # the DP and EP groups' port
-    bx_f = bx_l = bx_m = bx_ms = bx_mt = 0.0  # (MoE) the gradient buckets beside the pair's opening transfer
-    if not one_kind:  # (``port_terms.buckets_beside_a2a``)
-        fl = [layer_buckets(*a_) for a_ in ((rs_f, rs_fx, lay_f, n_first), (rs_l, rs_lx, lay_l, n_last),
-                                            (rs_m, 0.0, 1.0, n_mid_max))]
-        bx_f, bx_l, bx_m, bx_ms, bx_mt = buckets_beside_a2a(
-            ((c_first, fl[0]), (c_last, fl[1]), (c_mid, fl[2]), (counts(np.maximum(n_mid_max - 1, 0), "mid"), fl[2]),
-             (c_midt, fl[2])), over, (zero >= 2) & same_port & np.asarray(mix.pair_on, dtype=bool) & (P.dp * P.cp > 1))
+        same_port = ((dp_span <= dpn) == (ep_span <= dpn)) & (ep_span > 1)
+        ar1_f, ar1_l, rs1_f, rs1_l = (reduction_beside_a2a(r_, cs, over, same_port) for r_, cs in ((ar_f, c_first),
+                                    (ar_l, c_last), (rs_f, c_first), (rs_l, c_last)))
+        # the gradient buckets beside the pair's opening transfer: the backward windows, per slot, once per step
+        mid_, less_ = (rs_m, 0.0, 1.0, n_mid_max), counts(np.maximum(n_mid_max - 1, 0), "mid")
+        (bw_f, bw_l, bw_m), (bx_f, bx_l, bx_m, bx_ms, bx_mt), bx_once = pair_bucket_delays([(
+            c_first, rs_f, rs_fx, lay_f, n_first), (c_last, rs_l, rs_lx, lay_l, n_last), (c_mid, *mid_), (less_, *mid_),
+            (c_midt, *mid_)], over, same_port & np.asarray(mix.pair_on, dtype=bool) & (P.dp * P.cp > 1), zero, single,
+            np.where(zero == 0, ar_f / np.maximum(rs_f, 1e-300), 1.0))
     # zero 0: all-reduce after the last backward, overlapped with that micro-batch's backward (bucketed DDP);
     # zero 1: reduce-scatter (overlapped the same way) + parameter all-gather after the step (overlapped with the
     # next step's first forward); zero 2: reduce-scatter every micro-batch behind its backward, all-gather after
@@ -164,8 +167,8 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
         wb_f, wb_l, wb_m, wf_f, wf_l = b_first, b_last, b_mid, f_first, f_last
     else:  # the pair's excess moves from the forward window to the backward one (the windows partition the slot)
         px_f, px_l = over(c_first, lambda k: k.terms.ep_fwd_pair), over(c_last, lambda k: k.terms.ep_fwd_pair)
-        wb_f, wb_l = b_first + px_f + bx_f, b_last + px_l + bx_l
-        wb_m = b_mid + over(c_mid, lambda k: k.terms.ep_fwd_pair) + bx_m
+        wb_f, wb_l = b_first + px_f + bw_f, b_last + px_l + bw_l
+        wb_m = b_mid + over(c_mid, lambda k: k.terms.ep_fwd_pair) + bw_m
         wf_f, wf_l = f_first - px_f, f_last - px_l
     slack_l = np.maximum(pp - 1, 0) * wb_m / v  # the last stage's last backward ends that much before stage 0's
     win_f_b, win_l_b = og * wb_f, og * (wb_l + slack_l)
@@ -178,10 +181,6 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     red_x = lambda c_f, c_l: np.maximum(  # noqa: E731
         reduce_exposure(c_f, lr_f, wb_f, 0.0, v, warm, og, False),
         reduce_exposure(c_l, np.where(single, lr_f, lr_l), wb_l, slack_l, v, warm, og, True))
-    ar1_f, ar1_l, rs1_f, rs1_l = ar_f, ar_l, rs_f, rs_l  # the once-per-step reductions as they run
-    if not one_kind:  # (MoE) the once-per-step reductions on the all-to-all's port (``port_terms``)
-        ar1_f, ar1_l, rs1_f, rs1_l = (reduction_beside_a2a(r_, cs, over, same_port) for r_, cs in ((ar_f, c_first),
-                                    (ar_l, c_last), (rs_f, c_first), (rs_l, c_last)))
     dp0 = red_x(ar1_f, ar1_l)
     # pipeline makespan, interleaved 1F1B (Narayanan et al. 2021 §2.2, bubble (p−1)/(v·m) when balanced),
     # generalized to unequal stages: m·max + (Σ − max)/v; one chunk per device: the 1F1B makespan below
@@ -282,7 +281,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
              PortStage(c_last, slot_last, rs_l, ag_l, ag_bl, heads_s),
              PortStage(c_mid, slot_mid, rs_m, ag_m, ag_bm)],
             over=over, zero=zero, rc=rc, pp=pp, m=m, t_max=t_max, steady_dp=steady_dp, gath=gath, share=share,
-            dp_on=P.dp * P.cp > 1, dp_span=dp_span, ep_span=ep_span, dpn=dpn)
+            dp_on=P.dp * P.cp > 1, dp_span=dp_span, ep_span=ep_span, dpn=dpn) + bx_once
     # ZeRO-2 bound by its port: what the chain of all-gather and reduce-scatters needs beyond the step so far
     dp_exposed = dp_exposed + np.where((zero == 2) & (P.dp * P.cp > 1), x0(chain2, t_pipe + dp_exposed + port_c), 0.0)
     # the step holds its busiest port's work, however much the overlap formulas above hid (``port_terms.port_floor``)
