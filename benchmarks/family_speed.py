@@ -99,6 +99,16 @@ OFFLOAD_5 = {"family": "offload", "name": "five-stage-chain", "source": "benchma
              "search": {"chunks": [1, 2, 4, 8, 16], "api": ["actor", "native"]}}
 
 
+SERVING_NOTE = (
+    "an aggregated or attention/FFN deployment's steady state is a nested bisection (20 steps on the decode batch, "
+    "each pricing 3-5 whole iterations of every layer on the kernel layer's GEMM tile and wave model, and inside "
+    "each a closed loop's 22-step bisection on its arrival rate): about 83 iteration evaluations a row, 100-150 us "
+    "however vectorized, so the 14,644 such rows take most of the wall, while the 63,840 disaggregated rows price "
+    "each distinct decode and prefill pool once (about 1.2 iteration evaluations a fitting row, 4 us a row); the "
+    "candidates are arrays, rows that do not fit in memory are not priced, and Deployment objects, breakdowns and "
+    "goodput are made for the reported rows only")
+
+
 # --- the rows ----------------------------------------------------------------------------------------------------
 
 def _cases() -> list:
@@ -169,6 +179,14 @@ def _cases() -> list:
         spec, node = load_offload(w), load_offload_node(hw)
         return lambda: sof.search(spec, node).n_configs
 
+    def serving(model, hw, serve):
+        # every candidate deployment of the serving space priced, ranked and reported (suggest --serve)
+        from parplan.planner.serving_search import suggest_serving_plans
+        from parplan.serving import _inputs
+
+        w, c, s = _inputs(model, hw, serve)
+        return lambda: suggest_serving_plans(w, c, s).stats["candidates"]
+
     pipeedge = {"family": "layer-chain", "name": "pipeedge-vit-base-mb8", "chain": "pipeedge-vit-base",
                 "inference": {"microbatch": 8, "dtype": "fp32", "requests": 100}}
     return [
@@ -198,8 +216,9 @@ def _cases() -> list:
         ("layer-chain", "64-layer chain, 16 boards DP", "inline", "inline (8 pi5 + 8 pi4 + server)",
          lambda: dp_only(_chain_64(), EDGE_16), "DP states",
          "an exact DP: each of the 31,590 states tries every last layer × next device type (≈ 10⁶ transitions "
-         "here); the states of one layer count are priced in one array call per device type, the layer loop "
-         "is sequential (a layer's states need every shorter prefix)"),
+         "here), in one array step per count of devices used (the states of k devices need only those of k − 1), "
+         "the min over a stage's first layer taken before the max with its transfer (the same floats and "
+         "first-found plan as the layer-by-layer scan)"),
         ("layer-training", "VGG-16 SplitBrain (example)", "examples/vgg16-splitbrain.yaml", "v100-eth10-4",
          lambda: layertrain(EX / "vgg16-splitbrain.yaml", "v100-eth10-4"), "plans decided (exact DP)", ""),
         ("layer-training", "VGG-16, 8 workers", "examples/vgg16-splitbrain.yaml", "v100-eth25-8",
@@ -227,6 +246,10 @@ def _cases() -> list:
          "the placements form a trie of segments (models/offload_batch.py): one array step per chain position "
          "over its nodes (≈ 4/3 × the 2,048 placement × residency pairs), each distinct segment's terms computed "
          "once, added in chain_terms' order (the same floats as one chain_terms call per placement)"),
+        ("serving", "llama3-70b chat (example)", "examples/serve-chat.yaml", "h100-sxm-80gb:1x8",
+         lambda: serving("llama3-70b", "h100-sxm-80gb:1x8", EX / "serve-chat.yaml"), "deployments", ""),
+        ("serving", "mixtral-8x7b chat, 3 modes", "examples/serve-chat.yaml", "h100-sxm-80gb:4x8",
+         lambda: serving("mixtral-8x7b", "h100-sxm-80gb:4x8", EX / "serve-chat.yaml"), "deployments", SERVING_NOTE),
     ]
 
 

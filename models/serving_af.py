@@ -57,7 +57,9 @@ def af_iteration_parts(c: ServingContext, s: PoolShape, e_ep, e_tp, attn_per_exp
     mb = np.asarray(micro_batches, dtype=np.float64)
     Ta, Te, Tc, micro = af_sides(c, s, e_ep, e_tp, attn_per_expert, mb, prefill_tokens, decode_seqs, kv_tokens,
                                  fused=fused, cross_node=cross_node)
-    whole = iteration_parts(c, s, prefill_tokens, decode_seqs, kv_tokens, fused=fused)
+    # the whole batch's LM head, host and PP parts (its layers are the ping-pong's: priced only where the engine's
+    # host time hides behind them)
+    whole = iteration_parts(c, s, prefill_tokens, decode_seqs, kv_tokens, fused=fused, layers=False)
     parts = {k: whole[k] * 1.0 for k in PARTS}
     for k in ATTN_SIDE:  # every micro-batch runs the attention side with its own weight reads
         parts[k] = mb * micro[k]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from parplan.models.serving_arrays import Distinct, on_distinct, unique_rows
 from parplan.models.serving_queue import (chunk_costs, chunk_rates, mg1_wait, mgc_wait, prefill_mix,
                                           rank_queues, rank_rates, sum_p99, tpot_spread, wait_quantiles)
 from parplan.models.serving_terms import total
@@ -34,6 +35,19 @@ def _bisect(f, lo, hi, iters=48):
     return 0.5 * (lo + up)
 
 
+class _Total:
+    """Seconds of one iteration, ``total(it(p, d, kv, **kw))``; ``rows(idx)``: the same of some rows alone (where
+    ``it`` can be restricted: ``serving_eval.IterFn``)."""
+
+    def __init__(self, it):
+        self.it = it
+        if hasattr(it, "take"):
+            self.rows = lambda idx: _Total(it.take(idx))
+
+    def __call__(self, p, d, kv, **kw):
+        return total(self.it(p, d, kv, **kw))
+
+
 def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
     """Arrays of the steady state of every replica: see the module docstring.  ``it(p, d, kv, **kw)``: parts of one
     iteration; ``C``: chunk tokens (0: whole prompts); ``R``: replicas; ``b_cap``: decode-batch cap; ``slots``:
@@ -44,7 +58,7 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
     ctx = I + O / 2.0
     cv2 = serving.isl.cv2
     load = serving.load
-    tot = lambda p, d, kv, **kw: total(it(p, d, kv, **kw))  # noqa: E731
+    tot = _Total(it)
     cap1 = np.maximum(b_cap, 1.0)
     if load == "open":
         seen, n_u = 1.0, None
@@ -68,18 +82,23 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
         """Decode iterations at the batch a decoding request sees (itself + b·seen others); its prompt's
         iterations beside the b·seen others."""
         n_s, n_p = np.minimum(1.0 + b * seen, cap1), b * seen
-        k = chunk_costs(tot, C, I, n_p, n_p * ctx, dp=dp)
-        k.update({key: v for key, v in chunk_costs(tot, C, I, n_s, n_s * ctx, decode_only=True).items()})
+        k = chunk_costs(tot, C, I, n_p, n_p * ctx, dp=dp, with_t0=False)
+        k["t0"] = chunk_costs(tot, C, I, n_s, n_s * ctx, decode_only=True)["t0"]
         return k, n_s
 
-    def ttft_mean(lam, k, b):
-        rho, S, _, _ = rates(lam, k)
-        resid = (1.0 - np.exp(-b * seen)) * (1.0 - np.clip(rho, 0, 1)) * k["t0"] / 2.0
+    def ttft_mean(k, busy_b, r):
+        """Mean TTFT at the ``rates`` r of a prompt rate (busy_b: 1 − e^(−b·seen), others decoding)."""
+        rho, S, _, _ = r
+        resid = busy_b * (1.0 - np.clip(rho, 0, 1)) * k["t0"] / 2.0
         return mg1_wait(rho * seen, S, cv2) + resid + k["s_alone"]
 
     def closed_rate(k, b):
         top = (1.0 - 1e-9) / np.maximum(k["s_pack"], 1e-12)
-        g = lambda lam: lam * (ttft_mean(lam, k, b) + O1 * rates(lam, k)[3]) - n_u  # noqa: E731
+        busy_b = 1.0 - np.exp(-b * seen)
+
+        def g(lam):
+            r = rates(lam, k)
+            return lam * (ttft_mean(k, busy_b, r) + O1 * r[3]) - n_u
         return _bisect(g, 0.0 * top, top, iters=22)  # 2^-22 of the rate bound: far below the model's error
 
     def residual(b):
@@ -123,18 +142,29 @@ def solve_aggregated(it, C, R, b_cap, serving, slots, dp=1.0):
             "tpot_sd": sd, "theta": th, "K": K, "fixed": extra + sI + resid + lock[0], "t0": k["t0"]}
 
 
-def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit, dp=None):
+def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50, I99, pit, dp=None, distinct=None):
     """Disaggregated prefill/decode: the decode batch by Little's law at the decode pool, the prompt queue of the
     prefill pool (``Rp`` replicas behind the least-loaded router: ``mgc_wait``; ``t_p1`` one replica iteration,
     which prefills a prompt on each of its ``dp`` attention-DP ranks), the KV transfer; ``pit``: parts of a prefill
     iteration.  Ranks in lock-step serve in bulk: a prompt waits for the running iteration even where its own rank
     is free, so a replica is one server whose prompts take the lone iteration when alone and 1/dp of the full one
-    when queued, mixed by the prefill-busy share (``serving_queue.prefill_mix``)."""
+    when queued, mixed by the prefill-busy share (``serving_queue.prefill_mix``).
+
+    ``it``, ``pit``: ``serving_eval.IterFn`` of the decode and prefill pools; a decode iteration (and the batch's
+    bisection) is priced once per distinct (decode pool, arguments), a prefill one once per distinct prefill pool
+    (``distinct``: its ``serving_arrays.Distinct``) — the same floats as every row, which depends on its own
+    inputs alone."""
     I, O = float(serving.isl_mean), float(serving.osl_mean)
     load = serving.load
+    key = (unique_rows(*it.key())[1],)  # which distinct decode pool each row has
 
     def cycle(b):
-        return total(it(0.0, b, b * ctx))
+        return on_distinct(lambda g, x: total(it.take(g)(0.0, x, x * ctx)), key, b)
+
+    def batch(g, r_g, R_g, cap_g):  # b = λ/R·O·t(b) on one row of each distinct (decode pool, λ, R, cap)
+        it_g = it.take(g)
+        return _bisect(lambda x: x - r_g / R_g * O * total(it_g(0.0, np.maximum(x, 1e-9), np.maximum(x, 1e-9) * ctx)),
+                       0.0 * cap_g, cap_g)
     t_cap = cycle(np.maximum(b_cap, 1e-9))
     mu_d = R * b_cap / (O * t_cap)
     if load == "open":
@@ -145,13 +175,17 @@ def solve_disaggregated(serving, it, ctx, R, b_cap, t_p1, mu_p, Rp, xf, cv2, I50
     else:
         r = np.minimum(mu_d, mu_p * 0.999)
     overload = (r >= mu_p) | (r > mu_d * 1.000001)
-    b = _bisect(lambda x: x - r / R * O * cycle(np.maximum(x, 1e-9)), 0.0 * b_cap, b_cap)
+    b = on_distinct(batch, key, r, R, b_cap)
     b = np.maximum(np.where(overload, b_cap, np.minimum(b, b_cap)), 1e-9)
     t_it = cycle(b)
     seen = (serving.concurrency - 1.0) / serving.concurrency if load == "closed" else 1.0
     r_tot = np.where(overload, np.minimum(mu_p, mu_d), R * b / (O * t_it))
     # one prompt alone, on one rank
-    pre = lambda i: total(pit(np.full_like(R, i), 0.0, 0.0, prefill_seqs=1.0, prefill_rank_tokens=i))  # noqa: E731
+    pdist = distinct if distinct is not None else Distinct(*pit.key())
+
+    def pre(i):  # once per distinct prefill pool
+        return pdist.apply(lambda g: total(pit.take(g)(np.full(len(g), i, dtype=np.float64), 0.0, 0.0,
+                                                       prefill_seqs=1.0, prefill_rank_tokens=i)))
     s_one = pre(I)
     ranks = np.asarray(dp if dp is not None else 1.0, dtype=np.float64) + 0.0 * R
     rho = r_tot * t_p1 / (Rp * ranks)

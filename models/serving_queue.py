@@ -17,7 +17,7 @@ import numpy as np
 from parplan.workloads.serving import Z99
 
 
-def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0):
+def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0, with_t0=True):
     """Iteration costs of an aggregated replica at ``n`` decoding sequences over ``kv`` cached tokens:
     ``t0`` (decodes only), ``full`` (a whole chunk beside them), the prompt service alone ``alone(i)`` and its
     iteration count, the packed service and its count per prompt of ``I`` tokens.  ``C = 0``: whole prompts, one
@@ -28,26 +28,32 @@ def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0):
     per iteration (SGLang divides ``--chunked-prefill-size`` by the DP size: python/sglang/srt/server_args.py,
     "DP attention is enabled. The chunked prefill size is adjusted"), so a prompt alone on its rank needs dp×
     the iterations, each with its chunk on that one rank; packed, every rank prefills (whole prompts: dp at
-    once, one per rank)."""
-    t0 = total_of(0.0, n, kv)
+    once, one per rank).  ``with_t0=False``: without ``t0`` (nothing else here needs it)."""
     if decode_only:
-        return {"t0": t0}
+        return {"t0": total_of(0.0, n, kv)}
+    out = {"t0": total_of(0.0, n, kv)} if with_t0 else {}
     chunked = C > 0
     dp = np.asarray(dp, dtype=np.float64)
     ranks = dp > 1.0
     beta = np.where(chunked, np.maximum(C - n, 1.0), 1.0)
-    full = total_of(beta, n, kv)
+    # the chunk iterations, which only chunked rows take (0 elsewhere where ``total_of`` prices rows apart)
+    full = _chunked_rows(total_of, chunked, beta, n, kv)
     beta_r = np.where(ranks, np.maximum(beta / dp, 1.0), beta)  # one rank's share of the budget
-    full_r = np.where(ranks, total_of(beta_r, n, kv, prefill_rank_tokens=beta_r), full) if np.any(ranks) else full
+    full_r = full
+    if np.any(ranks):
+        full_r = np.where(ranks, _chunked_rows(total_of, chunked, beta_r, n, kv, prefill_rank_tokens=beta_r), full)
 
     def alone(i):
         i = np.asarray(i, dtype=np.float64) + 0.0 * beta
         k = np.maximum(np.ceil(i / beta_r), 1.0)
         rem = i - (k - 1.0) * beta_r
         p = np.where(chunked, rem, i)
-        part = total_of(p, n, kv, prefill_seqs=1.0)
-        if np.any(ranks):
-            part = np.where(ranks, total_of(p, n, kv, prefill_seqs=1.0, prefill_rank_tokens=p), part)
+        if np.all(ranks):  # every row's prompt on one of its ranks
+            part = np.where(ranks, total_of(p, n, kv, prefill_seqs=1.0, prefill_rank_tokens=p), 0.0)
+        else:
+            part = total_of(p, n, kv, prefill_seqs=1.0)
+            if np.any(ranks):
+                part = np.where(ranks, total_of(p, n, kv, prefill_seqs=1.0, prefill_rank_tokens=p), part)
         return np.where(chunked, (k - 1.0) * full_r + part, part), np.where(chunked, k, 1.0)
 
     s_alone, k_alone = alone(I)
@@ -56,15 +62,29 @@ def chunk_costs(total_of, C, I, n, kv, decode_only=False, dp=1.0):
         whole = np.where(ranks, total_of(dp * I, n, kv, prefill_seqs=dp) / dp, s_alone)
     s_pack = np.where(chunked, I / beta * full, whole)
     k_pack = np.where(chunked, I / beta, np.where(ranks, 1.0 / dp, 1.0))
-    return {"t0": t0, "full": full, "alone": alone, "s_alone": s_alone, "k_alone": k_alone, "s_pack": s_pack,
+    return {**out, "full": full, "alone": alone, "s_alone": s_alone, "k_alone": k_alone, "s_pack": s_pack,
             "k_pack": k_pack, "beta_r": beta_r, "full_r": full_r}
 
 
-def prefill_mix(lam, s_alone, s_pack):
+def _chunked_rows(total_of, chunked, *args, **kw):
+    """``total_of(*args, **kw)`` on the chunked rows, 0 on the others, where ``total_of`` offers ``rows(idx)`` (the
+    same function on those rows alone); else on every row."""
+    if np.ndim(chunked) == 0 or np.all(chunked) or not hasattr(total_of, "rows"):
+        return total_of(*args, **kw)
+    n = len(chunked)
+    idx = np.flatnonzero(chunked)
+    out = np.zeros(n)
+    if len(idx):
+        pick = lambda a: np.broadcast_to(np.asarray(a, dtype=np.float64), (n,))[idx]  # noqa: E731
+        out[idx] = total_of.rows(idx)(*(pick(a) for a in args), **{k: pick(v) for k, v in kw.items()})
+    return out
+
+
+def prefill_mix(lam, s_alone, s_pack, gap=None):
     """A prompt queue at rate ``lam`` whose prompts take ``s_alone`` when alone and ``s_pack`` packed behind others:
     the prefill-busy share ρ = λ·S_alone / (1 + λ·(S_alone − S_packed)) (module docstring), ρ clipped to [0, 1], and
-    the mean service (1 − ρ)·alone + ρ·packed."""
-    rho = lam * s_alone / (1.0 + lam * (s_alone - s_pack))
+    the mean service (1 − ρ)·alone + ρ·packed (``gap``: S_alone − S_packed, when already at hand)."""
+    rho = lam * s_alone / (1.0 + lam * (s_alone - s_pack if gap is None else gap))
     r = np.clip(rho, 0.0, 1.0)
     return rho, r, (1.0 - r) * s_alone + r * s_pack
 
@@ -73,7 +93,9 @@ def chunk_rates(lam, k):
     """Per replica at prompt arrival rate ``lam`` (1/s) and costs ``k`` (``chunk_costs``): the prefill-busy share
     ρ, the mean prompt service S, the prefill iterations per prompt, and the mean inter-token time t̄."""
     lam = np.asarray(lam, dtype=np.float64)
-    rho, r, S = prefill_mix(lam, k["s_alone"], k["s_pack"])
+    if "_gap" not in k:  # the same for every rate: once per cost dict
+        k["_gap"] = k["s_alone"] - k["s_pack"]
+    rho, r, S = prefill_mix(lam, k["s_alone"], k["s_pack"], k["_gap"])
     n_p = (1.0 - r) * k["k_alone"] + r * k["k_pack"]
     tbar = 1.0 / (lam * n_p + (1.0 - r) / k["t0"])
     return rho, S, n_p, tbar
@@ -86,17 +108,28 @@ def rank_rates(lam, k, C, I, dp):
     iterations leave a decoding sequence, t̄ = 1/(ρ_any/T_p + (1 − ρ_any)/t₀) with T_p the mean prefill iteration
     (every rank waits for the prefilling ones; derived)."""
     lam_r = np.asarray(lam, dtype=np.float64) / dp
-    s_pr = np.where(C > 0, I / k["beta_r"] * k["full_r"], k["s_alone"])  # its own rank packed
-    _, rho_r, S_r = prefill_mix(lam_r, k["s_alone"], s_pr)
+    s_pr, gap, t_one, span, dp1 = _rank_terms(k, C, I, dp)
+    _, rho_r, S_r = prefill_mix(lam_r, k["s_alone"], s_pr, gap)
     any_ = 1.0 - np.power(1.0 - rho_r, dp)
-    # a prefill iteration: one rank's chunk (a lone prompt's mean iteration) up to every rank's (the full one),
-    # by the ranks prefilling in it, dp·ρᵣ/ρ_any on average (linear between the two; derived)
-    t_one = k["s_alone"] / np.maximum(k["k_alone"], 1.0)
-    t_all = np.where(C > 0, k["full"], k["s_pack"] * dp)
-    busy = np.clip((dp * rho_r / np.maximum(any_, 1e-12) - 1.0) / np.maximum(dp - 1.0, 1.0), 0.0, 1.0)
-    t_p = t_one + busy * np.maximum(t_all - t_one, 0.0)
+    busy = np.clip((dp * rho_r / np.maximum(any_, 1e-12) - 1.0) / dp1, 0.0, 1.0)
+    t_p = t_one + busy * span
     tbar = 1.0 / (any_ / t_p + (1.0 - any_) / k["t0"])
     return rho_r, S_r, any_, tbar
+
+
+def _rank_terms(k, C, I, dp):
+    """``rank_rates``' terms that do not depend on the prompt rate, once per cost dict ``k`` (of one C, I, dp):
+    a rank's packed service and its gap to the lone one, the lone prompt's mean iteration t_one, the span up to the
+    full iteration t_all − t_one (≥ 0) and max(dp − 1, 1)."""
+    if "_rank_terms" not in k:
+        s_pr = np.where(C > 0, I / k["beta_r"] * k["full_r"], k["s_alone"])  # its own rank packed
+        # a prefill iteration: one rank's chunk (a lone prompt's mean iteration) up to every rank's (the full
+        # one), by the ranks prefilling in it, dp·ρᵣ/ρ_any on average (linear between the two; derived)
+        t_one = k["s_alone"] / np.maximum(k["k_alone"], 1.0)
+        t_all = np.where(C > 0, k["full"], k["s_pack"] * dp)
+        k["_rank_terms"] = (s_pr, k["s_alone"] - s_pr, t_one, np.maximum(t_all - t_one, 0.0),
+                            np.maximum(dp - 1.0, 1.0))
+    return k["_rank_terms"]
 
 
 def rank_queues(lam, k, C, I, dp, R, seen, cv2):
@@ -186,13 +219,38 @@ def erlang_c(c, rho):
     c = np.asarray(c, dtype=np.float64)
     rho = np.clip(np.asarray(rho, dtype=np.float64), 0.0, 1.0 - 1e-12)
     a = c * rho
-    term = np.ones_like(a)
-    s = np.zeros_like(a)
+    shape = a.shape
+    c, a = np.broadcast_to(c, shape).ravel(), a.ravel()
+    # Σ_{k<c} a^k/k! and a^c/c! by the recurrence term·a/(k + 1), each row for its own k < c: the rows sorted by
+    # c (largest first) so that the rows still summing at step k are a prefix
+    order = np.argsort(-c, kind="stable")
+    cs, a_s = c[order], a[order]
+    term = np.ones_like(a_s)
+    s = np.zeros_like(a_s)
     for k in range(int(np.max(c)) if c.size else 1):
-        s = s + np.where(k < c, term, 0.0)
-        term = np.where(k < c, term * a / (k + 1.0), term)
-    last = term / (1.0 - rho)
-    return last / (s + last)
+        m = int(np.searchsorted(-cs, -float(k), side="left"))  # rows with k < c
+        s[:m] = s[:m] + term[:m]
+        term[:m] = term[:m] * a_s[:m] / (k + 1.0)
+    t, sm = np.empty_like(term), np.empty_like(s)
+    t[order], sm[order] = term, s
+    last = t.reshape(shape) / (1.0 - rho)
+    return last / (sm.reshape(shape) + last)
+
+
+def _one_server(c, rho, S, cv2):
+    """``wait_quantiles`` of the rows with c ≤ 1 (the only ones ``mgc_wait`` takes them for; NaN elsewhere)."""
+    one = np.asarray(c) <= 1.0
+    if np.all(one) or np.ndim(one) == 0:
+        return wait_quantiles(rho, S, cv2)
+    shape = np.broadcast_shapes(np.shape(c), np.shape(rho), np.shape(S), np.shape(cv2))
+    idx = np.flatnonzero(np.broadcast_to(one, shape))
+    sub = (np.broadcast_to(np.asarray(a, dtype=np.float64), shape).ravel()[idx] for a in (rho, S, cv2))
+    out = []
+    for v in wait_quantiles(*sub):
+        a = np.full(int(np.prod(shape)), np.nan)
+        a[idx] = v
+        out.append(a.reshape(shape))
+    return tuple(out)
 
 
 def mgc_wait(c, rho, S, cv2):
@@ -201,7 +259,7 @@ def mgc_wait(c, rho, S, cv2):
     above; several — Allen–Cunneen's mean, Erlang C·(1 + cv²)/2·S/(c(1 − ρ)) (Allen, 'Probability, Statistics and
     Queueing Theory', 1990, §6), with the exponential tail Erlang C·e^(−t·C/W)."""
     c = np.asarray(c, dtype=np.float64)
-    m1, p50, p99, th1, K1 = wait_quantiles(rho, S, cv2)
+    m1, p50, p99, th1, K1 = _one_server(c, rho, S, cv2)
     ok = np.asarray(rho) < 1.0
     Pw = erlang_c(np.maximum(c, 1.0), np.where(ok, rho, 0.5))
     Wc = np.where(ok, Pw * (1.0 + cv2) / 2.0 * S / (c * np.maximum(1.0 - rho, 1e-12)), np.inf)

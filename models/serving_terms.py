@@ -167,6 +167,8 @@ def _alltoall(c: ServingContext, nbytes, ranks):
     ci, cx = hw.curve_intra("alltoall"), hw.curve_inter("alltoall")
     intra_bw = ci.busbw(nbytes, hw.intra_rate)
     flat = alltoall_s(nbytes, ranks, intra_bw, hw.intra_lat, ci.measured_ranks)
+    if not np.any(ranks > dpn):  # every group inside one domain
+        return flat
     inter_bw = cx.busbw(nbytes, hw.inter_rate) * dpn
     hier = hierarchical_alltoall_s(nbytes, ranks, dpn, intra_bw, inter_bw, hw.intra_lat, hw.inter_lat)
     return np.where(ranks > dpn, hier, flat)
@@ -186,9 +188,9 @@ def kv_loads_per_head(c: ServingContext, tp):
     return 1.0 + c.engine.reload_hbm_fraction * (group - 1.0)
 
 
-def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nmat, attn_only=False):
-    """One layer's attention half (+ a dense MLP of width ``mlp_f`` unless attn_only) on one device, for x tokens
-    per attention rank (xp prefill, xd decode) attending over kv cached tokens: dict of seconds."""
+def _attention_half(c: ServingContext, s: PoolShape, x, xp, xd, kv):
+    """One layer's attention projections (GEMM seconds) and attention core over the prompt (prefill) and over the
+    cache (decode) on one device, for x tokens per attention rank (xp prefill, xd decode) over kv cached tokens."""
     m, tp = c.model, s.tp
     h = float(m.hidden)
     projections = getattr(m, "attention_projections", None) or ((h, float(m.q_dim + 2 * m.kv_dim), "col"),
@@ -198,8 +200,6 @@ def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nm
         K_, N_ = float(K_), float(N_)
         g = g + (_gemm(c, x, K_, N_ / tp) if split == "col" else _gemm(c, x, K_ / tp, N_) if split == "row"
                  else _gemm(c, x, K_, N_))
-    if not attn_only and mlp_f > 0:
-        g = g + _gemm(c, x, h, (nmat - 1.0) * mlp_f / tp) + _gemm(c, x, mlp_f / tp, h)
     # attention core: prefill tokens attend causally over their prompt (mean keys isl/2 over a prompt, chunked or
     # not); decode tokens read the whole cache of their sequence (Dao 2023 FlashAttention-2; Kwon et al. 2023)
     qk, vd = float(getattr(m, "attn_qk_dim", m.q_dim)), float(getattr(m, "attn_v_dim", m.q_dim))
@@ -213,6 +213,18 @@ def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nm
     kv_read = kv * kv_bytes_per_token_layer(m, c.kvb_prec, tp) * kv_loads_per_head(c, tp)
     eff_d = attention_efficiency(np.maximum(ctx, 1.0), hd, False, False, c.hw.attention)
     a_d = np.where(xd > 0, np.maximum(kv_read / c.bw, fl_d / (c.peak16 * eff_d)) + c.t_k, 0.0)
+    return g, a_p, a_d
+
+
+def _layer_dense_parts(c: ServingContext, s: PoolShape, x, xp, xd, kv, mlp_f, nmat, attn_only=False, half=None):
+    """One layer's attention half (+ a dense MLP of width ``mlp_f`` unless attn_only) on one device, for x tokens
+    per attention rank (xp prefill, xd decode) attending over kv cached tokens: dict of seconds.  ``half``: the
+    layer's ``_attention_half`` when already priced (the dense and the MoE layers of a model share it)."""
+    m, tp = c.model, s.tp
+    h = float(m.hidden)
+    g, a_p, a_d = half if half is not None else _attention_half(c, s, x, xp, xd, kv)
+    if not attn_only and mlp_f > 0:
+        g = g + _gemm(c, x, h, (nmat - 1.0) * mlp_f / tp) + _gemm(c, x, mlp_f / tp, h)
     # token-wise kernels (bytes per token): 2 norms (r h, w h), 2 residual adds (r 2h, w h), rotary on q and k,
     # the MLP activation (r (nmat−1)·f, w f per token), the new tokens' K,V written to the cache
     q, kvd = float(m.q_dim), float(m.kv_dim)
@@ -244,17 +256,61 @@ def experts_s(c: ServingContext, tokens, devices, ep, local_split):
     return np.where(tokens > 0, np.maximum(fl / (c.peak * eff), (w_read + act) / c.bw) + 2 * c.t_k, 0.0)
 
 
+def _add_layers(c: ServingContext, s: PoolShape, parts: dict, x, xp, xd, kv, x_all, spd_drop, fused) -> None:
+    """The model's layers' parts of one iteration (``iteration_parts``), added to ``parts``."""
+    m = c.model
+    tp, dp, ep = (np.asarray(a, dtype=np.float64) for a in (s.tp, s.dp, s.ep))
+    h, nmat = float(m.hidden), float(m.ffn_matrices)
+    n_moe = float(getattr(m, "n_moe_layers", 0))
+    n_dense = c.layers - n_moe
+    half = _attention_half(c, s, x, xp, xd, kv)  # the same in dense and MoE layers
+    # (a model of MoE layers only has no dense-layer parts: they would be added × 0, finite parts adding nothing)
+    if n_dense:
+        dense = _layer_dense_parts(c, s, x, xp, xd, kv, float(m.ffn_hidden), nmat, half=half)
+        for k, v in dense.items():
+            parts[k] = parts[k] + n_dense * v
+    ar = _allreduce(c, x * h * c.rb, tp, s.n_devices_span)
+    # SPD (S07): in a fraction spd_drop of the blocks the all-reduce after attention is dropped
+    attn_ar = (1.0 - np.asarray(spd_drop, dtype=np.float64)) * ar
+    if n_dense:
+        parts["tp_comm_s"] = parts["tp_comm_s"] + n_dense * (attn_ar + ar)
+    if n_moe:
+        att = _layer_dense_parts(c, s, x, xp, xd, kv, 0.0, nmat, attn_only=True, half=half)
+        shared_f = float(m.shared_experts) * float(m.shared_ffn_hidden_)
+        g_sh = (_gemm(c, x, h, (nmat - 1.0) * shared_f / tp) + _gemm(c, x, shared_f / tp, h)) if shared_f else 0.0
+        router = _gemm(c, x, h, float(m.experts))
+        for k, v in att.items():
+            parts[k] = parts[k] + n_moe * v
+        parts["gemm_s"] = parts["gemm_s"] + n_moe * (g_sh + router)
+        devices = tp * dp
+        expert_t = experts_s(c, x_all, devices, ep, devices / ep)
+        parts["expert_gemm_s"] = parts["expert_gemm_s"] + n_moe * expert_t
+        # dispatch may travel in fp8, the combine returns 16-bit partial outputs (DeepEP README: FP8 dispatch,
+        # BF16 combine)
+        tok = x * float(m.top_k) * h
+        dispatch = _alltoall(c, tok * c.ab, ep)
+        combine = dispatch if c.rb == c.ab else _alltoall(c, tok * c.rb, ep)  # 16-bit dispatch: the same message
+        a2a = np.where(ep > 1, dispatch + combine, 0.0)
+        moe_ar = np.where(devices / ep > 1, ar, 0.0)  # expert-TP partial sums reduced over tp
+        # MixServe (S15): the fused AR–A2A overlaps the intra-node all-reduce with the all-to-all
+        both = fused & (moe_ar > 0) & (a2a > 0)
+        moe_comm = np.where(both, np.maximum(moe_ar, a2a) + c.t_k, moe_ar + a2a)
+        parts["tp_comm_s"] = parts["tp_comm_s"] + n_moe * (attn_ar + np.where(both, 0.0, moe_ar))
+        parts["ep_comm_s"] = parts["ep_comm_s"] + n_moe * np.where(both, moe_comm, a2a)
+
+
 def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs, kv_tokens, *, spd_drop=0.0,
-                    fused=False, prefill_seqs=None, prefill_rank_tokens=None) -> dict[str, np.ndarray]:
+                    fused=False, prefill_seqs=None, prefill_rank_tokens=None, layers=True) -> dict[str, np.ndarray]:
     """Seconds of one iteration of one replica (aggregated or disaggregated pools), by named part.
 
     Attention-DP ranks (dp > 1) each run their own requests, in lock-step where MoE layers join them: the
     attention half and dense layers take the busiest rank's tokens, the routed experts every rank's.  The
     decodes and cache spread evenly, a whole sequence at least on the busiest rank; the prompt tokens too unless
     ``prefill_rank_tokens`` names the busiest rank's (a prompt alone sits on one rank: SGLang's DP attention,
-    each worker's own scheduler)."""
+    each worker's own scheduler).  ``layers=False``: the LM head, PP hand-offs and host time alone (the layers'
+    parts 0) where the engine does not overlap its host time (the layers' parts would not change it)."""
     m = c.model
-    tp, pp, dp, ep = (np.asarray(a, dtype=np.float64) for a in (s.tp, s.pp, s.dp, s.ep))
+    tp, pp, dp = (np.asarray(a, dtype=np.float64) for a in (s.tp, s.pp, s.dp))
     Tp, Td = np.asarray(prefill_tokens, dtype=np.float64), np.asarray(decode_seqs, dtype=np.float64)
     KV = np.asarray(kv_tokens, dtype=np.float64)
     split = dp * pp  # tokens per attention rank and micro-batch
@@ -269,39 +325,10 @@ def iteration_parts(c: ServingContext, s: PoolShape, prefill_tokens, decode_seqs
         xp = np.maximum(np.asarray(prefill_rank_tokens, dtype=np.float64) / pp, xp)
         seq_split = pp + 0.0 * split
     x = xp + xd
-    h, nmat = float(m.hidden), float(m.ffn_matrices)
-    L = c.layers
-    n_moe = float(getattr(m, "n_moe_layers", 0))
-    n_dense = L - n_moe
+    h = float(m.hidden)
     parts = {k: np.zeros(np.broadcast(tp, Tp, Td, KV).shape) for k in PARTS}
-    dense = _layer_dense_parts(c, s, x, xp, xd, kv, float(m.ffn_hidden), nmat)
-    for k, v in dense.items():
-        parts[k] = parts[k] + n_dense * v
-    ar = _allreduce(c, x * h * c.rb, tp, s.n_devices_span)
-    # SPD (S07): in a fraction spd_drop of the blocks the all-reduce after attention is dropped
-    attn_ar = (1.0 - np.asarray(spd_drop, dtype=np.float64)) * ar
-    parts["tp_comm_s"] = parts["tp_comm_s"] + n_dense * (attn_ar + ar)
-    if n_moe:
-        att = _layer_dense_parts(c, s, x, xp, xd, kv, 0.0, nmat, attn_only=True)
-        shared_f = float(m.shared_experts) * float(m.shared_ffn_hidden_)
-        g_sh = (_gemm(c, x, h, (nmat - 1.0) * shared_f / tp) + _gemm(c, x, shared_f / tp, h)) if shared_f else 0.0
-        router = _gemm(c, x, h, float(m.experts))
-        for k, v in att.items():
-            parts[k] = parts[k] + n_moe * v
-        parts["gemm_s"] = parts["gemm_s"] + n_moe * (g_sh + router)
-        devices = tp * dp
-        expert_t = experts_s(c, x_all, devices, ep, devices / ep)
-        parts["expert_gemm_s"] = parts["expert_gemm_s"] + n_moe * expert_t
-        # dispatch may travel in fp8, the combine returns 16-bit partial outputs (DeepEP README: FP8 dispatch,
-        # BF16 combine)
-        tok = x * float(m.top_k) * h
-        a2a = np.where(ep > 1, _alltoall(c, tok * c.ab, ep) + _alltoall(c, tok * c.rb, ep), 0.0)
-        moe_ar = np.where(devices / ep > 1, ar, 0.0)  # expert-TP partial sums reduced over tp
-        # MixServe (S15): the fused AR–A2A overlaps the intra-node all-reduce with the all-to-all
-        both = fused & (moe_ar > 0) & (a2a > 0)
-        moe_comm = np.where(both, np.maximum(moe_ar, a2a) + c.t_k, moe_ar + a2a)
-        parts["tp_comm_s"] = parts["tp_comm_s"] + n_moe * (attn_ar + np.where(both, 0.0, moe_ar))
-        parts["ep_comm_s"] = parts["ep_comm_s"] + n_moe * np.where(both, moe_comm, a2a)
+    if layers or c.engine.overlap:  # (an overlapping engine's host time hides behind all of the GPU's)
+        _add_layers(c, s, parts, x, xp, xd, kv, x_all, spd_drop, fused)
     # LM head on the sampled rows (each decode sequence, the last token of each finished prompt), vocab-parallel
     rows = xd + (np.asarray(prefill_seqs, dtype=np.float64) / seq_split if prefill_seqs is not None
                  else np.where(xp > 0, np.maximum(xp / max(c.isl, 1.0), 1.0 / seq_split), 0.0))
