@@ -202,13 +202,14 @@ def _cases() -> list:
          "cost does (n outer iterations)"),
         ("dataflow", "conv layer mapspace (example)", "examples/dataflow-conv-eyeriss.yaml", "eyeriss-256",
          lambda: mapping(EX / "dataflow-conv-eyeriss.yaml", "eyeriss-256", sdf.DEFAULT_MAPPINGS), "mappings",
-         "about half of this search is fixed cost: the random draws of the 30,000-mapping sample (Dirichlet slot "
-         "weights, loop orders) and the per-call overhead of 27 sequential mutation rounds of ≤ 1,152 mappings"),
+         "about two thirds of this search is fixed cost: the seeded sample's draws (Dirichlet slot weights and "
+         "uniforms for 30,000 mappings) and 27 sequential mutation rounds of ≤ 1,152 mappings, set by about 200 "
+         "numpy calls per round rather than by the mappings (the same search prices ≈ 2·10⁶ mappings/s at 600k)"),
         ("dataflow", "conv layer mapspace, 600k", "examples/dataflow-conv-eyeriss.yaml", "eyeriss-256",
          lambda: mapping(EX / "dataflow-conv-eyeriss.yaml", "eyeriss-256", 600_000), "mappings",
-         "a mapping is priced in whole-array passes over [level, dimension, mapping] arrays, 8,192 mappings per "
-         "call: the tile-change products come from the first changing loop of each level (exact integer "
-         "products, dataflow_energy._tile_changes) — about 0.3 µs of numpy work per mapping"),
+         "the sample is first checked against the smallest capacity in log2 and for fit, then only the mappings "
+         "that fit are priced (models/dataflow_price.py: exact integer access counts, evaluate_mappings' numbers "
+         "bit for bit), 8,192 per call"),
         ("layer-chain", "ViT-Base edge (example)", "examples/vit-edge.yaml", "edge-4pi-server",
          lambda: chain(EX / "vit-edge.yaml", "edge-4pi-server"), "DP states+plans", ""),
         ("layer-chain", "PipeEdge P1 DP", "pipeedge-vit-base", "pipeedge-4mb-4rcc",

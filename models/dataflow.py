@@ -1,7 +1,7 @@
 """Cost model of the dataflow family: a kernel on a DSP or spatial array → named time parts (seconds), energy parts
 (joules) and bytes, summing to the totals.  Two views (``models/dataflow_terms.py`` for inductive loop nests on
 cores × vector lanes, REVEL's formulas; ``models/dataflow_energy.py`` for Timeloop-style mappings of convolutions
-and GEMMs on a storage hierarchy).
+and GEMMs on a storage hierarchy, ``models/dataflow_price.py`` its cut for the mapspace search: fit, cycles, energy).
 
 A plan string for loop nests: ``cores=8,vector=on,unroll=2,sync=barrier`` — cores (lanes) used, vectorized or
 scalar code, unroll factor (≤ the device's ``max_unroll``), hand-off mode (one the device has).  Missing keys

@@ -8,11 +8,13 @@ energy or energy-delay product (``objective``).
   order per level.  The search (seeded, reproducible) sends each prime factor of each dimension to a slot: a
   random sample whose slot preferences are drawn per mapping (Dirichlet), then rounds of mutating the best
   (move one prime factor, swap two loops), up to ``max_mappings`` priced mappings — Timeloop's mapper is likewise
-  a random-pruned search with a budget.  Mappings that overflow a level or a fan-out are dropped.
+  a random-pruned search with a budget.  Mappings that overflow a level or a fan-out are dropped.  The search
+  (``dataflow_mapspace``) prices with ``models/dataflow_price.SearchPricer`` — the fit first, then the access
+  counts of those that fit as exact integers: ``evaluate_mappings``' numbers bit for bit
+  (tests/dataflow/test_dataflow_search_ref.py); ``evaluate_mappings`` itself prices the chosen mappings' rows.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 
@@ -21,14 +23,14 @@ import numpy as np
 from parplan.errors import SpecError
 from parplan.models.dataflow import evaluate_nest, mapping_doc, mapping_estimate, require_cores
 from parplan.models.dataflow_energy import evaluate_mappings, fanouts, storage_view
+from parplan.models.dataflow_price import SearchPricer
 from parplan.models.dataflow_terms import ENERGY_PARTS, SYNC_MODES, TIME_PARTS
-from parplan.workloads.dataflow import DIMS
+from parplan.planner.spaces.dataflow_mapspace import (  # noqa: F401 (_initial, _mutate, _orders: for the tests)
+    ELITE, ROUNDS, _initial, _mutate, _orders, _primes, _Space, explore, ranked_distinct)
 
 OBJECTIVES = ("latency", "energy", "edp")
 MAX_MAPPINGS = 2_000_000
 DEFAULT_MAPPINGS = 60_000
-BATCH = 20_000
-CHUNK = 8192  # mappings per evaluate_mappings call
 
 
 @dataclass
@@ -102,134 +104,13 @@ def search_nest(spec, dsp, *, fix: "dict | None" = None, top: int = 10, objectiv
     return DataflowPlans(spec.name, dsp.id, "nest", objective, rows, len(combos), notes)
 
 
-# --- the mapspace ------------------------------------------------------------------------------------------------
-ROUNDS = 24  # local-search rounds after the initial sample
-ELITE = 128  # mappings kept and mutated per round
-
-
-def _primes(n: int) -> list[int]:
-    out, x, p = [], n, 2
-    while p * p <= x:
-        while x % p == 0:
-            out.append(p)
-            x //= p
-        p += 1
-    if x > 1:
-        out.append(x)
-    return out
-
-
-@dataclass(frozen=True)
-class _Space:
-    """A mapping = each prime factor of each dimension sent to a slot (a level's temporal loop or a spatial
-    fan-out) + a loop order per level."""
-    dim: np.ndarray  # dimension of each prime factor
-    prime: np.ndarray
-    L: int
-    spatial_levels: tuple
-    slots: int
-
-    @functools.cached_property
-    def groups(self) -> tuple:
-        """(dimension, prime, first, end, powers) of each run of equal primes of a dimension (the columns of ``A``;
-        the prime's powers 0 … end − first)."""
-        out, j = [], 0
-        dim, prime = self.dim.tolist(), self.prime.tolist()
-        while j < len(dim):
-            k = j
-            while k < len(dim) and (dim[k], prime[k]) == (dim[j], prime[j]):
-                k += 1
-            out.append((dim[j], prime[j], j, k, np.array([float(int(prime[j]) ** e) for e in range(k - j + 1)])))
-            j = k
-        return tuple(out)
-
-    def arrays(self, A: np.ndarray) -> tuple:
-        """(T, S) of the mappings ``A``, shape (M, L, 7), laid out as [level, dimension, mapping] underneath (the
-        layout ``evaluate_mappings`` works in).  A slot's factor in a dimension is the product of the primes sent
-        there: per distinct prime of the dimension, that prime to the power of how many of its copies went to the
-        slot; exact for integers, so the same numbers as multiplying prime by prime."""
-        size = A.shape[0]
-        K = len(DIMS)
-        F = np.ones((self.slots, K, size))
-        At = np.ascontiguousarray(A.T)  # (primes, M)
-        slot = np.arange(self.slots, dtype=At.dtype)[:, None]
-        seen = set()
-        for d, p, j0, j1, power in self.groups:
-            if j1 - j0 == 1:
-                f = 1.0 + (At[j0] == slot) * (p - 1.0)
-            else:
-                f = power[(At[j0:j1, None, :] == slot).sum(axis=0, dtype=np.intp)]
-            if d in seen:
-                F[:, d, :] *= f
-            else:
-                F[:, d, :] = f
-                seen.add(d)
-        St = np.ones((self.L, K, size))
-        for i, l in enumerate(self.spatial_levels):
-            St[l] = F[self.L + i]
-        return F[:self.L].transpose(2, 0, 1), St.transpose(2, 0, 1)
-
-
-def _initial(space: _Space, rng, size: int) -> np.ndarray:
-    """Each mapping draws its own slot preferences (Dirichlet), so the sample spans tiny and large inner tiles."""
-    w = rng.dirichlet(np.full(space.slots, 0.5), size).T
-    cum = np.empty(w.shape)  # the running sum over the slots (np.cumsum's additions, one slot at a time)
-    cum[0] = w[0]
-    for s in range(1, space.slots):
-        np.add(cum[s - 1], w[s], out=cum[s])
-    u = rng.random((size, len(space.dim)))
-    A = np.zeros(u.shape, _slot_dtype(space.slots))  # the slot of each prime: how many cumulative weights u passes
-    for s in range(space.slots - 1):
-        A += u > cum[s][:, None]
-    return A
-
-
-def _slot_dtype(slots: int):
-    """The smallest integer type of a slot index (the mapping arrays are copied every round)."""
-    return np.uint8 if slots <= 255 else np.int64
-
-
-def _orders(R: np.ndarray) -> np.ndarray:
-    """Loop orders (int8) drawn as ``np.argsort(R, axis=2)`` of uniform draws R (M, L, 7), by ranks: loop i's place
-    is the number of draws below it (equal draws in index order, as a stable sort puts them), and the order is the
-    inverse of the places (packed in 4 bits per place).  One pass per pair of the 7 loops instead of a sort call per
-    row."""
-    M, L, K = R.shape
-    Rt = np.ascontiguousarray(R.reshape(M * L, K).T)
-    rank = np.zeros((K, M * L), np.int8)
-    for i in range(K):
-        for j in range(i + 1, K):
-            before = Rt[j] < Rt[i]
-            rank[i] += before
-            rank[j] += ~before
-    packed = np.zeros(M * L, np.int32)
-    for i in range(1, K):
-        packed |= np.int32(i) << (rank[i] * np.int8(4))
-    perm = np.empty((M * L, K), np.int8)
-    for p in range(K):
-        perm[:, p] = (packed >> np.int32(4 * p)) & np.int32(15)
-    return perm.reshape(M, L, K)
-
-
-def _mutate(space: _Space, A: np.ndarray, perm: np.ndarray, rng) -> tuple:
-    A, perm = A.copy(), perm.copy()
-    size = A.shape[0]
-    rows = np.arange(size)
-    if len(space.dim):
-        j = rng.integers(0, len(space.dim), size)
-        A[rows, j] = rng.integers(0, space.slots, size)
-    lvl = rng.integers(0, space.L, size)
-    a, b = rng.integers(0, len(DIMS), size), rng.integers(0, len(DIMS), size)
-    swap = rng.random(size) < 0.5
-    pa, pb = perm[rows, lvl, a].copy(), perm[rows, lvl, b].copy()
-    perm[rows[swap], lvl[swap], a[swap]] = pb[swap]
-    perm[rows[swap], lvl[swap], b[swap]] = pa[swap]
-    return A, perm
+# --- the mapspace (planner/spaces/dataflow_mapspace.py) ------------------------------------------------------------
 
 
 def search_mappings(spec, dsp, *, top: int = 10, objective: str = "latency", max_mappings: int = DEFAULT_MAPPINGS,
-                    seed: int = 0) -> DataflowPlans:
-    """The best mappings of the workload's problem found in the (enumerated or sampled) mapspace."""
+                    seed: int = 0, trace: "list | None" = None) -> DataflowPlans:
+    """The best mappings of the workload's problem found in the (enumerated or sampled) mapspace; ``trace`` collects
+    every priced chunk's (factors, loop places, objective, tie-break) arrays."""
     key = _key(objective)
     problem = spec.problem
     if problem is None:
@@ -248,59 +129,17 @@ def search_mappings(spec, dsp, *, top: int = 10, objective: str = "latency", max
             dims.append(d)
             primes.append(p)
     space = _Space(np.array(dims, int), np.array(primes, float), L, tuple(spatial_levels), slots)
-    hz = dsp.clock_hz
-
-    def price(A, perm):
-        val, tie = np.empty(len(A)), np.empty(len(A))
-        for i in range(0, len(A), CHUNK):  # chunks whose arrays stay in cache; each mapping is priced alone
-            T, S = space.arrays(A[i:i + CHUNK])
-            o = evaluate_mappings(problem, levels, mac_inst, mac_e, T, S, perm[i:i + CHUNK])
-            t = o["cycles"] / hz
-            v = {"total_s": t, "energy_j": o["energy_j"], "edp_js": t * o["energy_j"]}[key]
-            val[i:i + CHUNK] = np.where(o["valid"], v, np.inf)
-            tie[i:i + CHUNK] = np.where(o["valid"], o["energy_j"] if key == "total_s" else t, np.inf)
-        return val, tie
-
-    first = max(1, min(max_mappings // 2, 4 * BATCH))
-    A = _initial(space, rng, first)
-    perm = _orders(rng.random((first, L, len(DIMS))))
-    val, tie = price(A, perm)
-    seen = first
-    per_round = max(1, (max_mappings - first) // ROUNDS)
-    while seen < max_mappings:
-        keep = np.lexsort((tie, val))[:ELITE]
-        keep = keep[np.isfinite(val[keep])]
-        if not len(keep):
-            extra = min(BATCH, max_mappings - seen)
-            A2 = _initial(space, rng, extra)
-            p2 = _orders(rng.random((extra, L, len(DIMS))))
-        else:
-            reps = max(1, min(per_round, max_mappings - seen) // len(keep))
-            A2, p2 = _mutate(space, np.repeat(A[keep], reps, 0), np.repeat(perm[keep], reps, 0), rng)
-        v2, t2 = price(A2, p2)
-        seen += len(A2)
-        A, perm = np.concatenate([A[keep], A2]), np.concatenate([perm[keep], p2])
-        val, tie = np.concatenate([val[keep], v2]), np.concatenate([tie[keep], t2])
+    pricer = SearchPricer(problem, levels, mac_inst, mac_e, space.spatial_levels)
+    X, pos, val, tie, seen = explore(space, pricer, key, dsp.clock_hz, rng, max_mappings, trace)
     if not np.isfinite(val).any():
         raise SpecError(f"none of {seen:,} mappings tried fits {dsp.name} (every one overflows a level or a "
                         "fan-out)", key="problem", hint="a larger device or smaller dimensions fit")
     ok = np.isfinite(val)
-    A, perm, val, tie = A[ok], perm[ok], val[ok], tie[ok]
-    T, S = space.arrays(A)
-    order = np.lexsort((tie, val))
-    chosen, fingerprints = [], set()  # the best of each distinct factorization, in rank order
-    for i in order:
-        fp = (T[i].tobytes(), S[i].tobytes())
-        if fp in fingerprints:
-            continue
-        fingerprints.add(fp)
-        chosen.append(int(i))
-        if top and len(chosen) >= top:
-            break
-    o = evaluate_mappings(problem, levels, mac_inst, mac_e, T[chosen], S[chosen], perm[chosen])  # one call for all
+    T, S, perm = ranked_distinct(space, X[:, ok], pos[:, :, ok], val[ok], tie[ok], top)
+    o = evaluate_mappings(problem, levels, mac_inst, mac_e, T, S, perm)  # one call for all
     rows = []
-    for k, i in enumerate(chosen):
-        doc = mapping_doc(levels, T, S, perm, i)
+    for k in range(len(T)):
+        doc = mapping_doc(levels, T, S, perm, k)
         e = mapping_estimate(spec, dsp, None, None, None, plan_doc={"mapping": doc}, priced=o, i=k)
         rows.append({"rank": len(rows) + 1, "macs_used": e.plan["macs_used"], "cycles": e.cycles,
                      "total_s": e.total_s, "energy_j": e.energy_j, "edp_js": e.edp, "pj_per_mac": e.pj_per_mac,
