@@ -26,6 +26,8 @@ for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from pathlib import Path  # noqa: E402
 
+from edge_instances import EDGE_16, chain_64 as _chain_64  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 EX = ROOT / "examples"
 TARGET = 1e6
@@ -47,25 +49,6 @@ STENCIL_BIG = {"family": "task-graph", "name": "stencil-gs-16384-mpi", "kernel":
     "mpi": {"face_bytes": 16384 * 8, "dims": 2, "allreduces_per_iteration": 1}}
 
 CHOLESKY_256 = {"family": "dataflow", "name": "cholesky-256", "kernel": {"name": "cholesky", "n": 256, "dtype": "fp32"}}
-
-
-def _chain_64() -> dict:
-    """A 64-layer chain (ViT-Base/16-sized blocks repeated: attention and MLP halves) for the DP on 16 boards."""
-    layers = []
-    for i in range(32):
-        layers.append({"name": f"attn{i}", "flops": 2.9e9, "params": 2.36e6, "out_elements": 151296})
-        layers.append({"name": f"mlp{i}", "flops": 5.8e9, "params": 4.72e6, "out_elements": 151296})
-    return {"family": "layer-chain", "name": "chain-64", "layers": layers, "input_elements": 150528,
-            "inference": {"microbatch": 8, "dtype": "fp32", "requests": 100, "source": "pi5-0"}}
-
-
-EDGE_16 = {"name": "edge-8pi5-8pi4-server", "kind": "edge-cluster",
-           "devices": [{"device": "raspberry-pi-5", "count": 8, "ids": [f"pi5-{i}" for i in range(8)],
-                        "network": "wifi6"},
-                       {"device": "raspberry-pi-4", "count": 8, "ids": [f"pi4-{i}" for i in range(8)],
-                        "network": "wifi6"},
-                       {"device": "gpu-server-a100", "count": 1, "ids": ["server"], "network": "gige"}],
-           "source": "benchmark instance: 16 boards of two types and a server (devices cited in their catalog entries)"}
 
 
 def _pipeline_10() -> dict:

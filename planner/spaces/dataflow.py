@@ -25,8 +25,8 @@ from parplan.models.dataflow import evaluate_nest, mapping_doc, mapping_estimate
 from parplan.models.dataflow_energy import evaluate_mappings, fanouts, storage_view
 from parplan.models.dataflow_price import SearchPricer
 from parplan.models.dataflow_terms import ENERGY_PARTS, SYNC_MODES, TIME_PARTS
-from parplan.planner.spaces.dataflow_mapspace import (  # noqa: F401 (_initial, _mutate, _orders: for the tests)
-    ELITE, ROUNDS, _initial, _mutate, _orders, _primes, _Space, explore, ranked_distinct)
+from parplan.planner.spaces.dataflow_mapspace import (  # noqa: F401 (_initial, _orders: for the tests)
+    ELITE, ROUNDS, _initial, _orders, _primes, _Space, explore, ranked_distinct)
 
 OBJECTIVES = ("latency", "energy", "edp")
 MAX_MAPPINGS = 2_000_000

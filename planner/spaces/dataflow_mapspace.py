@@ -200,23 +200,6 @@ def _orders(R: np.ndarray) -> np.ndarray:
     return perm.reshape(M, L, K)
 
 
-def _mutate(space: _Space, A: np.ndarray, perm: np.ndarray, rng) -> tuple:
-    """Move one prime factor of each mapping to a random slot and, for half of them, swap two loops of a level."""
-    A, perm = A.copy(), perm.copy()
-    size = A.shape[0]
-    rows = np.arange(size)
-    if len(space.dim):
-        j = rng.integers(0, len(space.dim), size)
-        A[rows, j] = rng.integers(0, space.slots, size)
-    lvl = rng.integers(0, space.L, size)
-    a, b = rng.integers(0, len(DIMS), size), rng.integers(0, len(DIMS), size)
-    swap = rng.random(size) < 0.5
-    pa, pb = perm[rows, lvl, a].copy(), perm[rows, lvl, b].copy()
-    perm[rows[swap], lvl[swap], a[swap]] = pb[swap]
-    perm[rows[swap], lvl[swap], b[swap]] = pa[swap]
-    return A, perm
-
-
 def _mutate_pool(space: _Space, X: np.ndarray, pos: np.ndarray, perm: np.ndarray, F: np.ndarray, rng) -> None:
     """``_mutate``'s draws applied in place to fresh copies in the pool's layout: the slots ``X[prime, m]``, the
     places and orders ``pos[l, d, m]``, ``perm[l, place, m]`` (a swap of the loops at places a and b trades those two

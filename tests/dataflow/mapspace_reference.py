@@ -12,6 +12,7 @@ from parplan.errors import SpecError
 from parplan.models.dataflow import mapping_doc, mapping_estimate
 from parplan.models.dataflow_energy import evaluate_mappings, fanouts, storage_view
 from parplan.planner.spaces.dataflow import DataflowPlans, _key
+from parplan.planner.spaces.dataflow_mapspace import _primes, _slot_dtype  # unchanged by issue 16
 from parplan.workloads.dataflow import DIMS
 
 MAX_MAPPINGS = 2_000_000
@@ -19,18 +20,6 @@ BATCH = 20_000
 CHUNK = 8192  # mappings per evaluate_mappings call
 ROUNDS = 24  # local-search rounds after the initial sample
 ELITE = 128  # mappings kept and mutated per round
-
-
-def _primes(n: int) -> list[int]:
-    out, x, p = [], n, 2
-    while p * p <= x:
-        while x % p == 0:
-            out.append(p)
-            x //= p
-        p += 1
-    if x > 1:
-        out.append(x)
-    return out
 
 
 @dataclass(frozen=True)
@@ -96,11 +85,6 @@ def _initial(space: _Space, rng, size: int) -> np.ndarray:
     for s in range(space.slots - 1):
         A += u > cum[s][:, None]
     return A
-
-
-def _slot_dtype(slots: int):
-    """The smallest integer type of a slot index (the mapping arrays are copied every round)."""
-    return np.uint8 if slots <= 255 else np.int64
 
 
 def _orders(R: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from parplan.hardware.dsp import load_dsp
 from parplan.models.dataflow_energy import RELEVANT, TENSORS, evaluate_mappings, fanouts, footprint, storage_view
 from parplan.planner.spaces import dataflow as sdf
 from parplan.workloads.dataflow import DIMS, load_dataflow
+from tests.dataflow import mapspace_reference as ref
 
 STRIDED = {"family": "dataflow", "name": "conv-s2-d2", "problem": {"shape": "conv2d", "dims": {
     "C": 12, "K": 16, "R": 3, "S": 5, "P": 14, "Q": 10, "N": 2}, "stride": 2, "dilation": 2, "dtype": "fp32"}}
@@ -141,7 +142,7 @@ def _mappings(space, seed, n=3000):
     rng = np.random.default_rng(seed)
     A = sdf._initial(space, rng, n)
     perm = np.argsort(rng.random((n, space.L, len(DIMS))), axis=2)
-    A2, p2 = sdf._mutate(space, A, perm, rng)
+    A2, p2 = ref._mutate(space, A, perm, rng)  # the search's mutation before issue 16 (its reference copy)
     return np.concatenate([A, A2]), np.concatenate([perm, p2])
 
 

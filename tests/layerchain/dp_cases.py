@@ -6,27 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from edge_instances import EDGE_16, chain_64  # noqa: F401  (the benchmark's instance, pinned here)
+
 ROOT = Path(__file__).resolve().parents[2]
 EX = ROOT / "examples"
 
-
-def chain_64() -> dict:
-    """= family_speed._chain_64: ViT-Base/16-sized attention and MLP halves, 64 layers."""
-    layers = []
-    for i in range(32):
-        layers.append({"name": f"attn{i}", "flops": 2.9e9, "params": 2.36e6, "out_elements": 151296})
-        layers.append({"name": f"mlp{i}", "flops": 5.8e9, "params": 4.72e6, "out_elements": 151296})
-    return {"family": "layer-chain", "name": "chain-64", "layers": layers, "input_elements": 150528,
-            "inference": {"microbatch": 8, "dtype": "fp32", "requests": 100, "source": "pi5-0"}}
-
-
-EDGE_16 = {"name": "edge-8pi5-8pi4-server", "kind": "edge-cluster",
-           "devices": [{"device": "raspberry-pi-5", "count": 8, "ids": [f"pi5-{i}" for i in range(8)],
-                        "network": "wifi6"},
-                       {"device": "raspberry-pi-4", "count": 8, "ids": [f"pi4-{i}" for i in range(8)],
-                        "network": "wifi6"},
-                       {"device": "gpu-server-a100", "count": 1, "ids": ["server"], "network": "gige"}],
-           "source": "benchmark instance: 16 boards of two types and a server (= family_speed.EDGE_16)"}
 
 PIPEEDGE = {"family": "layer-chain", "name": "pipeedge-vit-base-mb8", "chain": "pipeedge-vit-base",
             "inference": {"microbatch": 8, "dtype": "fp32", "requests": 100}}
