@@ -113,8 +113,7 @@ def chain_estimate(spec, cluster, stages: list, *, technique: str = "pipeline", 
         loads[("device", cluster.ids[slot])] = loads.get(("device", cluster.ids[slot]), 0.0) + comp
         in_bytes = (spec.input_elements if lo == 0 else float(a["out_elements"][lo - 1])) * nb * mb
         # memory: the stage's layers + receive/send queues + processing buffers (schedule.cpp is_layers_fit)
-        mem = float(a["mem_bytes"][lo:hi].sum()) + (in_bytes * T.DATA_BUFFERS_IN if lo > 0 else 0.0) \
-            + out_bytes * T.DATA_BUFFERS_OUT + in_bytes + out_bytes
+        mem = float(T.stage_memory_bytes(float(a["mem_bytes"][lo:hi].sum()), in_bytes, out_bytes, lo == 0))
         fits = dev.memory_bytes > mem
         if not fits:
             reasons.append(f"{cluster.ids[slot]}: layers {lo + 1}-{hi} need {mem / 2**20:,.0f} MiB of "

@@ -64,15 +64,11 @@ def stage_tables(spec, cluster, times: "_Times | None" = None, within: "tuple | 
 
     cum = np.stack([np.concatenate([[0.0], np.cumsum(times.device(cluster.devices[first[u]]))]) for u in range(n)])
     compute = cum[:, None, :] - cum[:, :, None]
-    # memory of the stage [i, j): Σ mem + receive queue (from layer 1 on) + send queue + in and out buffers, added in
-    # schedule.cpp's order (row i = L and column j = 0 are never a stage)
+    # memory of the stage [i, j) (``edge_terms.stage_memory_bytes``; row i = L and column j = 0 are never a stage)
     mem_cum = np.concatenate([[0.0], np.cumsum(a["mem_bytes"])])
-    in_i = np.concatenate([in_b, [0.0]])
-    queue_in = in_i * T.DATA_BUFFERS_IN
-    queue_in[0] = 0.0
-    out_j = out_b[np.maximum(np.arange(L + 1) - 1, 0)]
-    mem = (mem_cum[None, :] - mem_cum[:, None]) + queue_in[:, None] + (out_j * T.DATA_BUFFERS_OUT)[None, :] \
-        + in_i[:, None] + out_j[None, :]
+    in_i = np.concatenate([in_b, [0.0]])[:, None]
+    out_j = out_b[np.maximum(np.arange(L + 1) - 1, 0)][None, :]
+    mem = T.stage_memory_bytes(mem_cum[None, :] - mem_cum[:, None], in_i, out_j, (np.arange(L + 1) == 0)[:, None])
     stage = np.arange(L + 1)[None, :] > np.arange(L + 1)[:, None]
     cap = np.array([cluster.devices[first[u]].memory_bytes for u in range(n)])
     fits = (cap[:, None, None] > mem[None]) & stage[None]

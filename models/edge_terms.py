@@ -39,6 +39,13 @@ def layer_times(spec, dev, batch: int, dtype: str, a: "dict | None" = None) -> t
     return np.maximum(compute, memory), "roofline"
 
 
+def stage_memory_bytes(layer_bytes, in_bytes, out_bytes, first):
+    """A stage's memory (schedule.cpp ``is_layers_fit``): its layers + the receive queue (none on the chain's first
+    stage, ``first``) + the send queue + the processing buffers of its input and output, added in that order."""
+    return layer_bytes + np.where(first, 0.0, in_bytes * DATA_BUFFERS_IN) + out_bytes * DATA_BUFFERS_OUT + in_bytes \
+        + out_bytes
+
+
 def transfer_s(nbytes, bytes_per_s, rtt_s):
     """``bytes / bandwidth + RTT/2``; zero bytes cost nothing (no message)."""
     if isinstance(nbytes, (int, float)):  # one message (a plan's stage): the same floats without array calls

@@ -108,19 +108,6 @@ def _pick(prof: Profiles, idx):
     return v, f
 
 
-def level_seconds(levels, gi, workers) -> np.ndarray:
-    """A level-by-level greedy schedule (Brent 1974), ``workspan.level_schedule``'s Σ_l ⌈w_l / P⌉·t_l, broadcast over
-    grain indices ``gi`` and worker counts: each distinct (grain, P) priced once, by the same row sums."""
-    g, p = np.asarray(gi), np.asarray(workers, dtype=float)
-    gu, ginv = np.unique(g, return_inverse=True)
-    pu, pinv = np.unique(p, return_inverse=True)
-    table = np.empty((len(gu), len(pu)))
-    for a, gg in enumerate(gu.tolist()):
-        w, ts = levels[int(gg)]
-        table[a] = (np.ceil(w[None, :] / np.maximum(pu[:, None], 1.0)) * ts[None, :]).sum(axis=1)
-    return table[ginv.reshape(g.shape), pinv.reshape(p.shape)]
-
-
 def shared_terms(d: dict, m, v: dict, f: dict, defaults: dict) -> dict:
     """The terms of an iteration that do not depend on replaying it (both iterations of ``run_terms`` read them):
     per-rank work and compute, the memory roofline's excess, the span, MPI halo and allreduce, and the intermediates
@@ -162,7 +149,7 @@ def shared_terms(d: dict, m, v: dict, f: dict, defaults: dict) -> dict:
         # a DAG of known levels (one rank): its level-by-level schedule on T workers of P_eff/T cores' speed beyond
         # the even division W/P_eff, plus the spawn levels' burden (the Cilkscale span term of the burden alone);
         # priced for the one-rank plans' worker counts only (the others keep the span above)
-        lvl = level_seconds(d["levels"], d["gi"], np.where(one, T, 1.0)) * T / P_eff
+        lvl = ws.level_schedule(d["levels"], d["gi"], np.where(one, T, 1.0)) * T / P_eff
         span = np.where(one, np.maximum(lvl - W / P_eff, 0.0) + burden_term, span)
     # hybrid MPI: halo exchange by the surface law, allreduce latency
     multi = R_tot > 1

@@ -88,13 +88,13 @@ def allreduce_latency(n_ranks, alpha):
 
 def level_schedule(levels, gi, workers):
     """A level-by-level greedy schedule (Brent 1974): Σ_l ⌈w_l / P⌉·t_l seconds for level widths w_l and task
-    seconds t_l (``levels[g]`` for grain index g) on P workers, per configuration (``gi`` and ``workers`` broadcast)."""
-    g_b, p_b = np.broadcast_arrays(np.asarray(gi), np.asarray(workers, dtype=float))
-    out = np.zeros(g_b.shape)
-    for g in np.unique(g_b):
-        sel = g_b == g
-        w, ts = levels[int(g)]
-        ps, inv = np.unique(p_b[sel], return_inverse=True)  # a few worker counts per grain: price each once
-        per = (np.ceil(w[None, :] / np.maximum(ps[:, None], 1.0)) * ts[None, :]).sum(axis=1)
-        out[sel] = per[inv.ravel()]
-    return out
+    seconds t_l (``levels[g]`` for grain index g) on P workers, per configuration (``gi`` and ``workers`` broadcast):
+    each distinct (grain, P) priced once, by the same row sums."""
+    g, p = np.asarray(gi), np.asarray(workers, dtype=float)
+    gu, ginv = np.unique(g, return_inverse=True)
+    pu, pinv = np.unique(p, return_inverse=True)
+    table = np.empty((len(gu), len(pu)))
+    for a, gg in enumerate(gu.tolist()):
+        w, ts = levels[int(gg)]
+        table[a] = (np.ceil(w[None, :] / np.maximum(pu[:, None], 1.0)) * ts[None, :]).sum(axis=1)
+    return table[ginv.reshape(g.shape), pinv.reshape(p.shape)]
