@@ -8,6 +8,7 @@ by ranks).  Missing keys default to libgomp, every core, every socket, the workl
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,8 +110,6 @@ def validate(spec, machine, plan: dict) -> None:
     if spec.dag is None and plan["grain"] not in spec.grains:
         raise SpecError(f"grain = {plan['grain']} is not one of the workload's grain values", key="--plan grain",
                         allowed=[str(g) for g in spec.grains])
-    if r > 1 and spec.mpi is None and machine.nodes == 1 and False:  # ranks without halo data are allowed (no halo)
-        pass
 
 
 def estimate_plan(spec, machine, plan: dict) -> TaskEstimate:
@@ -122,6 +121,11 @@ def estimate_plan(spec, machine, plan: dict) -> TaskEstimate:
     out = evaluate(spec, machine, ridx, plan["threads"], plan["sockets"], gi, plan["ranks"], prof=prof,
                    summary=summary)
     parts = {k: float(out[k]) for k in TIME_PARTS}
+    if not all(math.isfinite(x) for x in (*parts.values(), float(out["total_s"]), float(out["serial_s"]))):
+        bad = sorted(k for k, x in parts.items() if not math.isfinite(x))
+        raise SpecError(f"the prediction for {machine.name} is not a finite time ({', '.join(bad) or 'total'}): the "
+                        "machine's rates or latencies are outside what the model can price", key="--hw",
+                        hint="check the socket's bandwidths, clock and latencies against its datasheet")
     notes = []
     if machine.nodes > 1 and spec.mpi is None:
         notes.append(f"the workload has no mpi block: one node of {machine.name} is used")

@@ -66,6 +66,9 @@ MAXIMA = {
     "watts": 1e6,  # 1 MW per device (accelerators draw ~10^3 W)
     "dollars_per_hour": 1e6,  # USD per device-hour (list prices are ~10^0–10^2)
 }
+# Smallest accepted rate: a device or link below one byte (or one operation) per second is a typo or garbage, and
+# rates near the float minimum turn the times they divide into inf (then NaN) instead of a number.
+MINIMA = {"bytes_per_s": 1.0, "flops_per_s": 1.0}
 _UNIT_NAME = {"bytes": "B", "bytes_per_s": "B/s", "flops_per_s": "FLOP/s", "seconds": "s", "watts": "W",
               "dollars_per_hour": "$/h"}
 _NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S*)\s*$")
@@ -75,8 +78,8 @@ def parse_quantity(value: object, kind: str, *, key: str | None = None, file: st
                    positive: bool = True, maximum: float | None = None) -> float:
     """Convert ``value`` to an SI float of ``kind``; raise ``SpecError`` naming the key on bad input.
 
-    The result is finite, > 0 (``positive``) or ≥ 0 (``positive=False``), and ≤ ``maximum`` (default
-    ``MAXIMA[kind]``)."""
+    The result is finite, > 0 (``positive``) or ≥ 0 (``positive=False``), ≤ ``maximum`` (default
+    ``MAXIMA[kind]``), and a rate of ``MINIMA`` is 0 or at least its minimum."""
     if isinstance(value, bool):
         raise SpecError(f"expected a quantity, got {value!r}", key=key, file=file,
                         hint=f"write e.g. {_UNIT_EXAMPLES[kind]}")
@@ -116,6 +119,10 @@ def parse_quantity(value: object, kind: str, *, key: str | None = None, file: st
         raise SpecError(f"must be ≥ 0, got {short(value)}", key=key, file=file)
     if out > top:
         raise SpecError(f"bad value {short(value)}: must be ≤ {_sci(top)} {unit_name}", key=key, file=file)
+    low = MINIMA.get(kind)
+    if low is not None and out > 0 and out < low:
+        raise SpecError(f"bad value {short(value)}: must be ≥ {_sci(low)} {unit_name} (or 0 where 0 is allowed)",
+                        key=key, file=file)
     return out + 0.0  # -0.0 → 0.0
 
 

@@ -31,6 +31,16 @@ def test_parse_quantity_errors_name_key_and_allowed_units():
         parse_quantity("lots", "bytes")
 
 
+@pytest.mark.parametrize("text,kind", [("1e-300 B/s", "bytes_per_s"), ("5e-324 B/s", "bytes_per_s"), (1e-310, "bytes_per_s"),
+                                       ("0.5 FLOP/s", "flops_per_s")])
+def test_rates_below_one_per_second_are_refused(text, kind):
+    # rates near the float minimum turned the times they divide into inf, then NaN, printed as a result
+    with pytest.raises(SpecError, match="must be ≥ 1"):
+        parse_quantity(text, kind, key="socket.stream_bandwidth")
+    assert parse_quantity("1 B/s" if kind == "bytes_per_s" else "1 FLOP/s", kind) == 1.0
+    assert parse_quantity(0, kind, positive=False) == 0.0  # 0 stays allowed where the caller allows it
+
+
 def test_spec_error_render_is_one_line():
     err = SpecError("bad value 'x'", file="m.yaml", key="training.precision", allowed=["bf16", "fp8"],
                     hint="did you mean 'fp8'?", line=3, col=14)

@@ -51,6 +51,22 @@ class TaskPlans:
                 "plans": self.rows}
 
 
+def _check_pinned(fix: dict, machine) -> None:
+    """Pinned threads, sockets and ranks within the machine's bounds (those ``models.tasks.validate`` holds an
+    estimate's plan to), so that a search never prices a plan the machine cannot run."""
+    sock = machine.socket
+    most = sock.cores * sock.smt
+    if "threads" in fix and not 1 <= int(fix["threads"]) <= most:
+        raise SpecError(f"threads = {fix['threads']} per socket: {sock.name} has {sock.cores} cores × {sock.smt} SMT",
+                        key="--fix threads", hint=f"1..{most}")
+    if "sockets" in fix and not 1 <= int(fix["sockets"]) <= machine.sockets_per_node:
+        raise SpecError(f"sockets = {fix['sockets']}: {machine.name} has {machine.sockets_per_node} per node",
+                        key="--fix sockets", hint=f"1..{machine.sockets_per_node}")
+    if "ranks" in fix and int(fix["ranks"]) < 1:
+        raise SpecError(f"ranks = {fix['ranks']}: at least one rank per node", key="--fix ranks",
+                        hint="a whole number ≥ 1 dividing threads × sockets")
+
+
 def search(spec, machine, *, runtimes=None, fix: "dict | None" = None, top: int = 10) -> TaskPlans:
     """Every configuration priced, sorted by run time; ``fix`` pins plan keys (runtime, threads, sockets, grain,
     ranks)."""
@@ -68,6 +84,7 @@ def search(spec, machine, *, runtimes=None, fix: "dict | None" = None, top: int 
     for k in ("threads", "sockets"):
         if k in fix:
             axes[k] = [int(fix[k])]
+    _check_pinned(fix, machine)
     if "grain" in fix:
         if int(fix["grain"]) not in grains:
             raise SpecError(f"grain {fix['grain']} is not one of the workload's", key="--fix grain",

@@ -87,6 +87,16 @@ def test_cli_estimate_and_bad_plan(root):
     assert bad.exit_code == 2 and "threads" in bad.stderr
 
 
+@pytest.mark.parametrize("fix", ["ranks=0", "ranks=-1", "threads=0", "threads=-4", "threads=1000000", "sockets=0",
+                                 "sockets=9"])
+def test_cli_suggest_refuses_pinned_values_the_machine_cannot_run(root, fix):
+    # these were priced (a ZeroDivisionError for ranks=0; nan, negative times or 10^6 threads for the others)
+    r = runner.invoke(app, ["suggest", str(root / "examples/stencil.yaml"), "--hw", str(root / "examples/epyc-2s.yaml"),
+                            "--fix", fix])
+    assert r.exit_code == 2, r.output
+    assert f"--fix {fix.split('=')[0]}" in r.output and "Traceback" not in r.output
+
+
 def test_cli_check_exit_codes(root):
     args = ["check", str(root / "examples/stencil.yaml"), "--hw", str(root / "examples/epyc-2s.yaml")]
     assert runner.invoke(app, args + ["--max-step-time-s", "100"]).exit_code == 0
