@@ -124,6 +124,12 @@ def dsp_from_dict(data: Any, file: str | None = None, prefix: str = "") -> Dsp:
     """A validated device; bad or unknown keys are ``SpecError`` naming the key."""
     e = validate(DspEntry, data, file=file, prefix=prefix)
     p = f"{prefix}." if prefix else ""
+    for part in ("storage", "memory"):  # levels are named in breakdowns and mappings: a repeated name would merge two
+        names = [lv.name for lv in getattr(e, part) or ()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise SpecError(f"level name {short(twice[0])} is used {names.count(twice[0])} times: each level needs "
+                            "its own name", file=file, key=f"{p}{part}", hint="rename one of them")
     try:
         vw = {d: float(getattr(e.vector_width, d)) for d in DTYPES
               if e.vector_width is not None and getattr(e.vector_width, d) is not None}

@@ -29,6 +29,9 @@ TENSORS = ("weights", "inputs", "outputs")
 SYNC_MODES = ("barrier", "stream")
 MAX_LEVELS = 8
 MAX_CORES = 4096
+# smallest rate, clock or latency accepted (per cycle; GHz): far below any real device, and it keeps the times they
+# divide finite (5e-324 words/cycle priced a layer at inf s, which check then PASSed)
+MIN_RATE = 1e-6
 _ENERGY = {"J": 1.0, "mJ": 1e-3, "uJ": 1e-6, "µJ": 1e-6, "nJ": 1e-9, "pJ": 1e-12, "fJ": 1e-15}
 _NUM = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(\S*)\s*$")
 
@@ -57,20 +60,20 @@ class _Strict(BaseModel):
 
 
 class PerDtype(_Strict):
-    fp64: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
-    fp32: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
-    fp16: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
-    bf16: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
-    int32: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
-    int16: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
-    int8: Optional[float] = Field(default=None, gt=0, le=65536, strict=False)
+    fp64: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
+    fp32: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
+    fp16: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
+    bf16: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
+    int32: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
+    int16: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
+    int8: Optional[float] = Field(default=None, ge=MIN_RATE, le=65536, strict=False)
 
 
 class Latencies(_Strict):
-    mac: float = Field(gt=0, le=1e4, strict=False)  # dependent multiply-add (cycles until its result is usable)
-    div: float = Field(gt=0, le=1e4, strict=False)
-    sqrt: float = Field(gt=0, le=1e4, strict=False)
-    add: Optional[float] = Field(default=None, gt=0, le=1e4, strict=False)  # default: mac
+    mac: float = Field(ge=MIN_RATE, le=1e4, strict=False)  # dependent multiply-add (cycles until its result is usable)
+    div: float = Field(ge=MIN_RATE, le=1e4, strict=False)
+    sqrt: float = Field(ge=MIN_RATE, le=1e4, strict=False)
+    add: Optional[float] = Field(default=None, ge=MIN_RATE, le=1e4, strict=False)  # default: mac
 
 
 class SyncCosts(_Strict):
@@ -97,8 +100,8 @@ class StorageLevel(_Strict):
     instances: int = Field(default=1, ge=1, le=1 << 20)
     words: Optional[float] = Field(default=None, ge=1, le=1e15, strict=False)  # capacity per instance; None: unbounded
     word_bits: int = Field(default=16, ge=1, le=128)
-    read_bandwidth: float = Field(gt=0, le=1e6, strict=False)  # words per cycle per instance
-    write_bandwidth: float = Field(gt=0, le=1e6, strict=False)
+    read_bandwidth: float = Field(ge=MIN_RATE, le=1e6, strict=False)  # words per cycle per instance
+    write_bandwidth: float = Field(ge=MIN_RATE, le=1e6, strict=False)
     access_energy: Quantity  # per scalar (word) access
     holds: list[Literal["weights", "inputs", "outputs"]] = Field(default_factory=lambda: list(TENSORS), min_length=1)
 
@@ -114,7 +117,7 @@ class DspEntry(_Strict):
     name: Name
     kind: Literal["dsp", "spatial"]
     vendor: Name
-    clock_ghz: float = Field(gt=0, le=10, strict=False)
+    clock_ghz: float = Field(ge=MIN_RATE, le=10, strict=False)
     # vector-core view (inductive loop nests)
     cores: Optional[int] = Field(default=None, ge=1, le=MAX_CORES)
     vector_width: Optional[PerDtype] = None  # elements (MACs) per cycle per core, vectorized

@@ -10,6 +10,7 @@ default to every core, vectorized, unroll 1, the device's first sync mode.  Prob
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,6 +107,14 @@ def evaluate_nest(nest, dsp, dtype, c, vec, U, mode) -> dict:
     return t
 
 
+def _finite(total_s: float, dsp) -> float:
+    """The latency itself, or an error where the device's figures leave it beyond a float (never a result)."""
+    if not math.isfinite(total_s):
+        raise SpecError(f"the latency on {dsp.name} is not a finite time: its clock, rates or bandwidths are outside "
+                        "what the model can price", key="--hw", hint="check them against the device's datasheet")
+    return total_s
+
+
 def estimate_plan(spec, dsp, plan: dict) -> DataflowEstimate:
     nest = spec.nest()
     mode = SYNC_MODES.index(plan["sync"]) if plan["sync"] in SYNC_MODES else 0
@@ -119,7 +128,7 @@ def estimate_plan(spec, dsp, plan: dict) -> DataflowEstimate:
         notes.append(f"{dsp.name} publishes no per-op energy or power: energy is not estimated")
     elif not dsp.mac_energy_j and dsp.static_power_w is None:
         notes.append(f"no per-op energies for {dsp.name}: energy = its power figure × latency (static_j)")
-    return DataflowEstimate(spec.name, dsp.id, "nest", dict(plan), parts, float(o["total_s"][0]), eparts,
+    return DataflowEstimate(spec.name, dsp.id, "nest", dict(plan), parts, _finite(float(o["total_s"][0]), dsp), eparts,
                             float(o["energy_j"][0]), float(o["cycles"][0]), nest.macs, float(o["utilization"][0]),
                             {"moved_bytes": float(nest.bytes.sum()), "working_set_bytes": nest.working_set_bytes},
                             notes)
@@ -157,7 +166,7 @@ def mapping_estimate(spec, dsp, T, S, perm, *, plan_doc: "dict | None" = None, p
             eparts["static_j"] = p * sum(parts.values())
             notes.append("no per-access energies: energy = power × time")
     plan = {"macs_used": int(o["utilized_macs"][0]), **(plan_doc or {})}
-    total = sum(parts.values())
+    total = _finite(sum(parts.values()), dsp)
     e = sum(eparts.values())
     return DataflowEstimate(spec.name, dsp.id, "mapping", plan, parts, total, eparts, e, float(o["cycles"][0]),
                             problem.macs, float(o["utilization"][0]), by, notes)

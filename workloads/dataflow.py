@@ -192,7 +192,11 @@ def spec_from_dict(data: Any, file: Optional[str] = None) -> DataflowSpec:
     if e.mapping is not None:
         if problem is None:
             raise SpecError("a mapping applies to problem / gemm / fir / conv workloads", file=file, key="mapping")
+        names = [lvl.level for lvl in e.mapping]
         for i, lvl in enumerate(e.mapping):
+            if names.index(lvl.level) != i:  # one entry per storage level (the factors would multiply silently)
+                raise SpecError(f"level {short(lvl.level)} has two mapping entries (entries {names.index(lvl.level)} "
+                                f"and {i}): one entry per storage level", file=file, key=f"mapping[{i}].level")
             for part in ("temporal", "spatial"):
                 for d, v in getattr(lvl, part).items():
                     if d not in DIMS:

@@ -34,6 +34,7 @@ from parplan.workloads.queens import queens_tree
 
 KERNELS = ("fib", "nqueens", "sort", "stencil", "sparselu", "bfs", "tmfg")
 MAX_GRAINS = 64
+MAX_LEVEL_BLOCKS = 1 << 16  # blocks per side of a stencil or sparse LU grid (levels listed one by one)
 VARIANTS = {"stencil": ("gauss-seidel", "jacobi"), "tmfg": ("exact", "approx")}
 
 
@@ -213,14 +214,23 @@ def _sort(n: int, unit: float, cutoffs: list[int]) -> tuple:
     return rows, "recursive", tuple(levels)
 
 
+def _level_blocks(kernel: str, nb: int, what: str) -> int:
+    """``nb`` blocks per side, within ``MAX_LEVEL_BLOCKS`` (the generators list a level per anti-diagonal or step)."""
+    if nb > MAX_LEVEL_BLOCKS:
+        raise SpecError(f"{kernel}: {nb:,} blocks per side ({what}) is above {MAX_LEVEL_BLOCKS:,}: its levels are "
+                        "listed one by one", key="grain", hint="a coarser grain, or a dag: summary for a larger run")
+    return nb
+
+
 def _stencil_levels(k: KernelEntry, unit: float, b: int) -> tuple:
     """A sweep's levels: Gauss-Seidel's anti-diagonals of the nb × nb block grid (width min(d + 1, nb, 2nb − 1 − d)),
     Jacobi's one level of nb² blocks."""
-    nb = math.ceil(k.n / b)
+    nb = _level_blocks("stencil", math.ceil(k.n / b), f"n = {k.n:,} over grain {b:,}")
     if (k.variant or "gauss-seidel") != "gauss-seidel":
         return np.array([float(nb * nb)]), np.array([b * b * unit])
-    widths = [float(min(d + 1, nb, 2 * nb - 1 - d)) for d in range(2 * nb - 1)]
-    return np.array(widths), np.full(len(widths), b * b * unit)
+    d = np.arange(2 * nb - 1, dtype=np.float64)
+    widths = np.minimum(np.minimum(d + 1.0, float(nb)), 2.0 * nb - 1.0 - d)
+    return widths, np.full(len(widths), b * b * unit)
 
 
 def _stencil(k: KernelEntry, unit: float, blocks: list[int]) -> tuple:
@@ -254,7 +264,7 @@ def _sparselu(k: KernelEntry, unit: float, nbs: list[int]) -> tuple:
     n = k.n * (k.block or 1)  # matrix side in elements
     rows, levels = [], []
     for nb in nbs:
-        nb = max(1, min(nb, n))
+        nb = _level_blocks("sparselu", max(1, min(nb, n)), f"grain {nb:,}")
         bs = n / nb
         t = bs**3 * unit  # a block kernel (lu0 2/3, fwd/bdiv 1, bmod 2 × bs³; BOTS sparselu, dense upper bound)
         widths, task_s = _sparselu_levels(nb, t)
@@ -349,7 +359,12 @@ def spec_from_dict(data: Any, file: str | None = None) -> TaskGraphSpec:
             raise SpecError(f"bad value {short(e.grain)}: grain values are positive integers", file=file, key="grain")
     grains = tuple(e.grain) if e.grain is not None else tuple(DEFAULT_GRAINS[e.kernel.name]) if e.kernel else (0,)
     spec = TaskGraphSpec(e.name, e.source or (file or "inline"), e.kernel, e.dag, grains, e.mpi)
-    spec.summary()  # generator errors (n too large) at load time
+    try:
+        spec.summary()  # generator errors (n too large) at load time
+    except SpecError as err:
+        if err.file is None and file is not None:  # name the file the generator's values came from
+            raise SpecError(err.message, file=file, key=err.key, allowed=err.allowed, hint=err.hint) from None
+        raise
     return spec
 
 

@@ -78,6 +78,9 @@ def search_nest(spec, dsp, *, fix: "dict | None" = None, top: int = 10, objectiv
     if "vector" in fix:
         axes["vector"] = [fix["vector"] == "on"]
     if "unroll" in fix:
+        if not 1 <= int(fix["unroll"]) <= dsp.max_unroll:
+            raise SpecError(f"unroll = {fix['unroll']}: {dsp.name} unrolls up to {dsp.max_unroll}", key="--fix unroll",
+                            hint=f"1..{dsp.max_unroll}")
         axes["unroll"] = [int(fix["unroll"])]
     if "sync" in fix:
         if fix["sync"] not in dsp.sync_modes():

@@ -72,6 +72,9 @@ def test_check_simulate_validate(root):
     (("--hw", "c6678", "--objective", "cost"), "--objective"),
     (("--hw", "c6678", "--fix", "cores=99"), "cores"),
     (("--hw", "c6678", "--fix", "lanes=2"), "unknown key"),
+    (("--hw", "c6678", "--fix", "unroll=0"), "--fix unroll"),  # was priced: a row of nan
+    (("--hw", "c6678", "--fix", "unroll=-3"), "--fix unroll"),  # was priced: a plan unrolled −3 times
+    (("--hw", "c6678", "--fix", "unroll=999999999999999999999"), "--fix unroll"),
     (("--hw", "c6678", "--global-batch", "8"), "does not apply"),
 ])
 def test_bad_input_exits_2(root, args, needle):
@@ -91,3 +94,36 @@ def test_bad_plan_and_workload_exit_2(root, tmp_path):
     f.write_text("family: dataflow\nname: b\nkernel: {name: lu, n: 8}\n")
     r = invoke("estimate", f, "--hw", "c6678")
     assert r.exit_code == 2 and "cholesky" in r.stderr
+
+
+def _arch(root, tmp_path, edit) -> "Path":
+    import yaml
+
+    doc = yaml.safe_load((root / "examples/dataflow-t1-arch.yaml").read_text(encoding="utf-8"))
+    edit(doc)
+    f = tmp_path / "arch.yaml"
+    f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return f
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d.update(clock_ghz=5e-324), "clock_ghz"),  # the latency was inf s, and check PASSed it
+    (lambda d: d["storage"][0].update(read_bandwidth=5e-324), "read_bandwidth"),
+    (lambda d: d["storage"].append(dict(d["storage"][0])), "'Buffer' is used 2 times"),  # one level's energy was lost
+])
+def test_architectures_the_model_cannot_price_exit_2(root, tmp_path, edit, needle):
+    hw = _arch(root, tmp_path, edit)
+    for verb in ("estimate", "check"):
+        r = invoke(verb, root / "examples/dataflow-conv1d-t1.yaml", "--hw", hw)
+        assert r.exit_code == 2 and needle in r.stderr, (verb, r.output)
+
+
+def test_a_level_mapped_twice_exits_2(root, tmp_path):
+    import yaml
+
+    doc = yaml.safe_load((root / "examples/dataflow-conv1d-t1.yaml").read_text(encoding="utf-8"))
+    doc["mapping"] = [{"level": "Buffer", "temporal": {"P": 4}}, {"level": "Buffer", "temporal": {"P": 4, "R": 3}}]
+    f = tmp_path / "w.yaml"
+    f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    r = invoke("estimate", f, "--hw", root / "examples/dataflow-t1-arch.yaml")
+    assert r.exit_code == 2 and "two mapping entries" in r.stderr, r.output

@@ -268,3 +268,17 @@ def test_stealing_ramp_beyond_the_spawn_levels():
     assert s40 == pytest.approx(float(ws.span_term(1e-5 + 40 * steal, 56.0, 1.0)))  # the levels hold the ramp
     sq, _ = span(2, 56, 1)  # libgomp: one shared queue, no stealing
     assert sq == pytest.approx(float(ws.span_term(1e-5, 56.0, 1.0)))
+
+
+@pytest.mark.parametrize("kernel, grain", [({"name": "stencil", "n": 100_000_000}, 1),
+                                           ({"name": "sparselu", "n": 1 << 30}, 1 << 30),  # grain: blocks per side
+                                           ({"name": "stencil", "n": 1 << 40}, 1)])
+def test_grids_too_fine_to_list_their_levels_exit_2_at_once(root, tmp_path, kernel, grain):
+    # the level lists were built element by element: 7.6 GB and a MemoryError, or a hang, before any answer
+    import yaml
+
+    doc = {"family": "task-graph", "name": "big", "kernel": kernel, "grain": [grain]}
+    f = tmp_path / "big.yaml"
+    f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    r = runner.invoke(app, ["estimate", str(f), "--hw", str(root / "examples/epyc-2s.yaml")])
+    assert r.exit_code == 2 and "blocks per side" in r.output and "big.yaml" in r.output, r.output
