@@ -250,10 +250,18 @@ def spec_from_dict(data: Any, file: str | None = None, _depth: int = 0) -> Layer
             raise SpecError(f"{len(p.time_s)} times for {len(layers)} layers", file=file, key=f"profiles[{i}].time_s")
         if any(not (0 <= t < 1e6) for t in p.time_s):
             raise SpecError("times are seconds in [0, 1e6)", file=file, key=f"profiles[{i}].time_s")
+        if not sum(p.time_s) > 0:  # a chain that takes no time has no throughput (it was a ZeroDivisionError)
+            raise SpecError("every layer's measured time is 0 s: a profile needs some layer to take time", file=file,
+                            key=f"profiles[{i}].time_s")
         if p.device in profiles and _depth == 0 and e.chain is None:
             raise SpecError(f"two profiles for {p.device!r}", file=file, key=f"profiles[{i}].device")
         profiles[p.device] = (p.batch, p.dtype, np.asarray(p.time_s, dtype=float))
     modules = _topo(e.modules, file) if e.modules is not None else ()
+    timed = bool(e.profiles) or any(sum(m.time_s.values()) > 0 for m in modules)
+    if (layers or modules) and not timed and not sum(x.flops for x in (*layers, *modules)) > 0:
+        raise SpecError("every layer has 0 FLOPs and no profile measures it: the chain would take no time (an "
+                        "infinite throughput)", file=file, key="modules" if modules else "layers",
+                        hint="give the layers' FLOPs or a measured profile")
     if (e.inference is None) == (e.training is None) and _depth == 0:
         raise SpecError("give exactly one job: inference or training", file=file, key="inference")
     if modules and e.training is not None:
