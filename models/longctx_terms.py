@@ -48,6 +48,18 @@ def active(job, P) -> bool:
     return getattr(job, "sequences", None) is not None or bool(np.any(np.asarray(P.cp_kind) != 0))
 
 
+def model_attention_share(job) -> float:
+    """The share of a causal sample's (query, key) pairs its documents' mask admits (1 without a sequence workload):
+    model FLOPs keep the Megatron convention for a causal sample (non-causal attention counted) and scale its
+    attention by this share, so a sliding window or document mask does not count pairs never computed (MFU above
+    100 % otherwise, derived)."""
+    seqs = getattr(job, "sequences", None)
+    if seqs is None:
+        return 1.0
+    s = float(job.seq_len)
+    return min(cp_stats(seqs, int(job.seq_len), 1, "ring").pairs / (s * (s + 1.0) / 2.0), 1.0)
+
+
 def check_heads(model, tp, cp, kind, dpn) -> None:
     """Ulysses splits the heads of a TP rank over the CP ranks: (kv_heads/tp) % cp == 0 (and heads/tp)."""
     kvl = np.asarray(model.kv_heads) // np.maximum(tp, 1)

@@ -20,7 +20,7 @@ from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
                                        pair_bucket_delays, port_contention, port_floor, reduction_beside_a2a,
                                        rs_beside_a2a)
-from parplan.models import rtp_terms
+from parplan.models import longctx_terms, rtp_terms
 from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
@@ -322,8 +322,10 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
 
     # --- FLOPs: model FLOPs (Megatron convention: non-causal attention, no recompute) and hardware FLOPs -----
     Lc = [float(x) for x in (mix.layer_counts or [L])]
-    layers_flops = sum(n_i * kd.flops_per_token_fwd for n_i, kd in zip(Lc, K))
-    attn_layers_flops = sum(n_i * kd.attn_flops_per_token_fwd for n_i, kd in zip(Lc, K))
+    a_sh = longctx_terms.model_attention_share(job)  # masked documents: the share of the causal pairs admitted
+    full_attn = sum(n_i * kd.attn_flops_per_token_fwd for n_i, kd in zip(Lc, K))
+    layers_flops = sum(n_i * kd.flops_per_token_fwd for n_i, kd in zip(Lc, K)) - (1.0 - a_sh) * full_attn
+    attn_layers_flops = a_sh * full_attn
     model_flops = 3.0 * B * s * (layers_flops + heads * 2.0 * h * V)
     rc_flops_per_token = np.where(rc == 2, layers_flops, np.where((rc == 1) | (rc == 3), attn_layers_flops, 0.0))
     hw_flops = model_flops + B * s * rc_flops_per_token

@@ -188,6 +188,7 @@ _DIST_KEYS = {"lognormal": ("median", "sigma"), "uniform": ("min", "max"), "fixe
 _DIST_OPTIONAL = {"lognormal": ("max",), "uniform": (), "fixed": (), "empirical": ("weights",)}
 _MASK_RE = re.compile(r"^(causal|document)$|^sliding_window\((\d+)\)$|^block_sparse\(([0-9.eE+-]+)\)$")
 MAX_SEQ_SAMPLES = 1024  # packs drawn from a distribution to measure its statistics
+MAX_SEQ_TOKENS = 1 << 28  # token positions over the drawn packs (each costs per-token array work, ~0.1 µs)
 
 
 class SequencesEntry(_Strict):
@@ -264,6 +265,10 @@ def sequence_spec(e: SequencesEntry, seq_len: int, file: str | None = None) -> S
                                 key=f"{key}.packs", hint="each pack fills at most one sample (the rest is padding)")
         return SequenceSpec(packs=tuple(tuple(int(x) for x in pk) for pk in e.packs), mask=mask, mask_param=mp,
                             samples=e.samples, seed=e.seed)
+    if e.samples * seq_len > MAX_SEQ_TOKENS:
+        raise SpecError(f"samples × seq_len = {e.samples:,} × {seq_len:,} token positions is above {MAX_SEQ_TOKENS:,} "
+                        "(the drawn packs are priced token by token)", file=file, key=f"{key}.samples",
+                        hint=f"at most {max(MAX_SEQ_TOKENS // seq_len, 1):,} samples at this seq_len")
     need, opt = _DIST_KEYS[e.dist], _DIST_OPTIONAL[e.dist]
     for k in need:
         if getattr(e, k) is None:
