@@ -55,18 +55,24 @@ def register(app: typer.Typer) -> None:
         """Exit 0 when a plan (or the given plan) meets every requirement, 1 when none does, 2 on bad input."""
         from parplan.workloads.registry import verbs_for
 
+        if plan is not None and fix:
+            raise SpecError("--fix pins the search; it cannot be combined with --plan", key="--fix")
         verbs = verbs_for(model)  # a family with its own verbs (task graphs): --max-step-time-s bounds the run time
         if verbs is not None:
             from parplan.cli.family_verbs import given
 
             return verbs.check(model, hw, plan=plan, max_time_s=max_step_time_s, min_throughput=min_tokens_per_s,
-                               fmt=fmt, output=output, **given(
+                               fmt=fmt, output=output, **given(fix=fix,
                                    max_memory_fraction=max_memory_fraction, min_mfu=min_mfu,
                                    global_batch=global_batch, seq_len=seq_len, precision=precision,
                                    expert_imbalance=expert_imbalance, allow_cross_node_tp=allow_cross_node_tp,
                                    junit=junit, max_plans=max_plans, serve=serve, deployment=deployment))
         if serve is not None:
             from parplan.cli.serve_out import serve_check
+
+            if fix:
+                raise SpecError("--fix does not apply to a serving check: give the deployment (--deployment) or let "
+                                "check search every one", key="--fix")
 
             return serve_check(model, hw, serve, deployment, fmt=fmt, output=output)
         import pandas as pd
@@ -80,8 +86,6 @@ def register(app: typer.Typer) -> None:
         if max_plans is not None:
             check_max_plans(max_plans)
         check_precision(precision)
-        if plan is not None and fix:
-            raise SpecError("--fix pins the search; it cannot be combined with --plan", key="--fix")
         bar = LazyProgress(not quiet, "checking")
         try:
             r = check(model, hw, plan, min_tokens_per_s=min_tokens_per_s, max_step_time_s=max_step_time_s,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from parplan.cli.common import Format, human_s, table_width
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, parts_table, unread)
+                                      finish_simulate, finish_validate, fix_pairs, parts_table, searched_plan, unread)
 from parplan.errors import SpecError
 
 FAMILY = "dataflow"
@@ -125,7 +125,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render_plans(ps, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
+def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the plan (or the best plan) runs within --max-step-time-s and reaches --min-tokens-per-s, read as
     kernel runs per second."""
@@ -135,9 +135,15 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     from parplan.hardware.dsp import load_dsp
     from parplan.workloads.dataflow import load_dataflow
 
-    if plan is None and view_of(load_dataflow(model), load_dsp(hw)) == "nest":
-        best = api_suggest(model, hw, top=1).rows[0]
-        plan = ",".join(f"{k}={best[k]}" for k in FIX_KEYS)
+    nest = view_of(load_dataflow(model), load_dsp(hw)) == "nest"
+    if fix and not nest:
+        raise SpecError("--fix applies to loop-nest plans (cores, vector, unroll, sync)", key="--fix")
+    if plan is None and nest:
+        fixed = fix_pairs(fix, FIX_KEYS, ints=("cores", "unroll"), choices={"vector": ("on", "off")})
+        plan = searched_plan(api_suggest(model, hw, fix=fixed, top=0).rows,
+                             lambda r: (max_time_s is None or r["total_s"] <= max_time_s)
+                             and (min_throughput is None or 1.0 / r["total_s"] >= min_throughput),
+                             lambda r: ",".join(f"{k}={r[k]}" for k in FIX_KEYS))
     e = api_estimate(model, hw, plan)
     results = []
     if max_time_s is not None:

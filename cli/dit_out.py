@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from parplan.cli.common import Format, human_s, table_width
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, parts_table, unread)
+                                      finish_simulate, finish_validate, fix_pairs, parts_table, searched_plan, unread)
 from parplan.errors import SpecError
 
 FAMILY = "dit-inference"
@@ -99,7 +99,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render_plans(ps, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
+def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the plan (default: the fastest) fits, its step is within --max-step-time-s and it reaches
     --min-tokens-per-s latent tokens per second per GPU."""
@@ -109,8 +109,11 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
         from parplan.planner.spaces.dit import search
 
         spec, cluster, _ = _load(model, hw)
-        b = search(spec, cluster, top=1).rows[0]
-        plan = ",".join(f"{k}={b[k]}" for k in FIX_KEYS)
+        plan = searched_plan(search(spec, cluster, fix=_fix_map(fix), top=0).rows,
+                             lambda r: r["fits"] and (max_time_s is None or r["step_s"] <= max_time_s)
+                             and (min_throughput is None
+                                  or r["samples_per_s_per_gpu"] * spec.image_tokens >= min_throughput),
+                             lambda r: ",".join(f"{k}={r[k]}" for k in FIX_KEYS))
     spec, e = _estimate(model, hw, plan)
     results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits, "≥")]
     if max_time_s is not None:

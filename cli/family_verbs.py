@@ -122,6 +122,15 @@ def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value", choices=None) 
     return out
 
 
+def searched_plan(rows, meets, plan_of) -> str:
+    """The plan check judges when no --plan is given: the first of the family's ranked ``rows`` (every plan, --fix
+    applied) that ``meets`` every bound, else the best one (which then FAILs, showing by how much) — as the
+    transformer check reports the best plan that meets every requirement."""
+    if not rows:
+        raise SpecError("no plan is left after --fix", key="--fix")
+    return plan_of(next((r for r in rows if meets(r)), rows[0]))
+
+
 def check_bounds(max_time_s=None, min_throughput=None, min_name: str = "--min-tokens-per-s") -> None:
     """check's bounds > 0 and finite, like every verb's: --max-step-time-s and the throughput (``min_name``)."""
     from parplan.planner.budget import check_number

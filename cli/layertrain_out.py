@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from parplan.cli.common import Format, gib, human_s, table_width
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, parts_table, unread)
+                                      finish_simulate, finish_validate, fix_pairs, parts_table, searched_plan, unread)
 
 FAMILY = "layer-training"
 _SHORT = {"forward_s": "fwd", "backward_s": "bwd", "mp_comm_s": "mp", "transition_s": "trans",
@@ -83,7 +83,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render_plans(ps, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
+def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the plan (or the best plan) fits, runs an iteration within --max-step-time-s and reaches
     --min-tokens-per-s (read as samples per second)."""
@@ -92,7 +92,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     from parplan.layertrain import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
-        plan = api_suggest(model, hw, top=1).rows[0]["plan"]
+        fixed = fix_pairs(fix, ("method", "workers", "bits"), ints=("workers", "bits"))
+        plan = searched_plan(api_suggest(model, hw, fix=fixed, top=0, objective="time").rows,
+                             lambda r: r["fits"] and (max_time_s is None or r["iteration_s"] <= max_time_s)
+                             and (min_throughput is None or r["samples_per_s"] >= min_throughput), lambda r: r["plan"])
     e = api_estimate(model, hw, plan)
     results = [("fits in memory", e.memory_bytes, e.capacity_bytes, e.fits, "≤")]
     if max_time_s is not None:

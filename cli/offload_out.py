@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from parplan.cli.common import Format, emit, human_s, table_width, to_json
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, fmt_name, unread)
+                                      finish_simulate, finish_validate, fix_pairs, fmt_name, searched_plan, unread)
 from parplan.errors import SpecError
 
 FAMILY = "offload"
@@ -139,7 +139,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render_plans(ps, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, fmt=Format.table, output=None, **extra) -> None:
+def check(model, hw, *, plan=None, max_time_s=None, fix=None, fmt=Format.table, output=None, **extra) -> None:
     """PASS when the plan (default: the best at the largest size) fits and its requests finish within
     --max-step-time-s."""
     unread(extra, FAMILY)
@@ -148,10 +148,14 @@ def check(model, hw, *, plan=None, max_time_s=None, fmt=Format.table, output=Non
         raise SpecError("check applies to kernel chains, not heritage workloads", key="heritage")
     from parplan.offload import estimate as api_estimate, suggest as api_suggest
 
-    if plan is None:
-        best = api_suggest(model, hw).rows[-1]
-        plan = (f"place={best['place']},resident={str(best['resident']).lower()},chunks={best['chunks']},"
-                f"api={best['api']},n={best['n']:g}")
+    if plan is None:  # every plan at the largest size (or the --fix one)
+        fixed = _fix_map(fix, model, hw)
+        if "n" not in fixed:
+            fixed["n"] = api_suggest(model, hw, fix=fixed).rows[-1]["n"]
+        plan = searched_plan(api_suggest(model, hw, fix=fixed, top=0).rows,
+                             lambda r: r["fits"] and (max_time_s is None or r["requests_s"] <= max_time_s),
+                             lambda r: (f"place={r['place']},resident={str(r['resident']).lower()},chunks={r['chunks']},"
+                                        f"api={r['api']},n={r['n']:.17g}"))
     e = api_estimate(model, hw, plan)
     results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits, "≥")]
     if max_time_s is not None:

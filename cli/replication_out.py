@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from parplan.cli.common import Format, human_s, table_width
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, unread)
+                                      finish_simulate, finish_validate, fix_pairs, searched_plan, unread)
 from parplan.errors import SpecError
 
 FAMILY = "replicated-service"
@@ -99,7 +99,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render_plans(ps, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
+def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the plan (or the best plan) fits, sustains --min-tokens-per-s commands/s and answers within
     --max-step-time-s at the offered load."""
@@ -108,8 +108,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
     from parplan.replication import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
-        best = api_suggest(model, hw, top=1).rows[0]
-        plan = ",".join(f"{k}={best[k]}" for k in FIX_KEYS)
+        rows = api_suggest(model, hw, fix=fix_pairs(fix, FIX_KEYS, ints=FIX_KEYS[1:]), top=0).rows
+        plan = searched_plan(rows, lambda r: r["fits"] and (min_throughput is None or r["throughput_per_s"] >= min_throughput)
+                             and (max_time_s is None or r["latency_s"] <= max_time_s),
+                             lambda r: ",".join(f"{k}={r[k]}" for k in FIX_KEYS))
     e = api_estimate(model, hw, plan)
     results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits, "≥")]
     if min_throughput is not None:

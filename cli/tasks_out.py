@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from parplan.cli.common import Format, human_s, table_width
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, parts_table, unread)
+                                      finish_simulate, finish_validate, fix_pairs, parts_table, searched_plan, unread)
 from parplan.errors import SpecError
 from parplan.models.tasks_terms import TIME_PARTS
 
@@ -75,7 +75,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render_plans(ps, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fmt=Format.table, output=None,
+def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fix=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the plan (or the best plan) runs within --max-step-time-s (and reaches ``min_speedup``, API)."""
     unread(extra, FAMILY)
@@ -83,8 +83,10 @@ def check(model, hw, *, plan=None, max_time_s=None, min_speedup=None, fmt=Format
     from parplan.tasks import estimate as api_estimate, suggest as api_suggest
 
     if plan is None:
-        best = api_suggest(model, hw, top=1).rows[0]
-        plan = ",".join(f"{k}={best[k]}" for k in FIX_KEYS)
+        rows = api_suggest(model, hw, fix=fix_pairs(fix, FIX_KEYS, ints=FIX_KEYS[1:]), top=0).rows
+        plan = searched_plan(rows, lambda r: (max_time_s is None or r["total_s"] <= max_time_s)
+                             and (min_speedup is None or r["speedup"] >= min_speedup),
+                             lambda r: ",".join(f"{k}={r[k]}" for k in FIX_KEYS))
     e = api_estimate(model, hw, plan)
     results = []
     if max_time_s is not None:

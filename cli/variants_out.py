@@ -9,7 +9,7 @@ import typer
 
 from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
 from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, fmt_name, unread)
+                                      finish_simulate, finish_validate, fix_pairs, fmt_name, searched_plan, unread)
 from parplan.errors import SpecError
 
 FAMILY = "process-network"
@@ -86,7 +86,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
                   lambda: render(vs, width=table_width(output)))
 
 
-def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=Format.table, output=None,
+def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=None, fmt=Format.table, output=None,
           **extra) -> None:
     """PASS when the variant (or the fastest feasible one) meets the workload's constraints and the given bounds."""
     unread(extra, FAMILY)
@@ -95,7 +95,11 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fmt=For
 
     if plan is None:
         try:
-            plan = api_suggest(model, hw, objective="throughput", top=1).rows[0]["plan"]
+            plan = searched_plan(api_suggest(model, hw, objective="throughput", top=0,
+                                             fix=fix_pairs(fix, None, sep_hint="STAGE=ALTERNATIVE")).rows,
+                                 lambda r: (max_time_s is None or r["latency_s"] <= max_time_s)
+                                 and (min_throughput is None or r["throughput_per_s"] >= min_throughput),
+                                 lambda r: r["plan"])
         except SpecError as err:
             if err.key != "constraints":
                 raise
