@@ -154,8 +154,8 @@ def check(model, hw, *, plan=None, max_time_s=None, fix=None, fmt=Format.table, 
             fixed["n"] = api_suggest(model, hw, fix=fixed).rows[-1]["n"]
         plan = searched_plan(api_suggest(model, hw, fix=fixed, top=0).rows,
                              lambda r: r["fits"] and (max_time_s is None or r["requests_s"] <= max_time_s),
-                             lambda r: (f"place={r['place']},resident={str(r['resident']).lower()},chunks={r['chunks']},"
-                                        f"api={r['api']},n={r['n']:.17g}"))
+                             lambda r: (f"place={r['place']},resident={str(r['resident']).lower()},"
+                                        f"chunks={r['chunks']},api={r['api']},n={r['n']:.17g}"))
     e = api_estimate(model, hw, plan)
     results = [("fits", 1.0 if e.fits else 0.0, 1.0, e.fits, "≥")]
     if max_time_s is not None:

@@ -109,7 +109,8 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=Non
 
     if plan is None:
         rows = api_suggest(model, hw, fix=fix_pairs(fix, FIX_KEYS, ints=FIX_KEYS[1:]), top=0).rows
-        plan = searched_plan(rows, lambda r: r["fits"] and (min_throughput is None or r["throughput_per_s"] >= min_throughput)
+        plan = searched_plan(rows, lambda r: r["fits"]
+                             and (min_throughput is None or r["throughput_per_s"] >= min_throughput)
                              and (max_time_s is None or r["latency_s"] <= max_time_s),
                              lambda r: ",".join(f"{k}={r[k]}" for k in FIX_KEYS))
     e = api_estimate(model, hw, plan)

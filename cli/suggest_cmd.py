@@ -20,8 +20,8 @@ from parplan.cli.export_cmd import Target, export_framework
 from parplan.cli.progress import LazyProgress, _Err  # noqa: F401  (LazyProgress: other commands import it here)
 from parplan.errors import SpecError, did_you_mean
 from parplan.planner.budget import (DEFAULT_MAX_CONFIGURATIONS, DEFAULT_SIZING_REACH, HEADROOM_HELP, MAX_MBS,
-                                    MAX_NODES, MAX_PLANS_HELP, MAX_TIME_LIMIT_S, MAX_TOP, TABLE_ROWS, check_max_plans,
-                                    check_number)
+                                    MAX_NODES, MAX_PLANS_HELP, MAX_PRICE_PER_HOUR, MAX_TIME_LIMIT_S, MAX_TOP,
+                                    TABLE_ROWS, check_max_plans, check_number)
 
 OBJECTIVE_NAMES = ["throughput", "memory", "cost", "devices", "time-to-train"]
 GiB = float(2**30)
@@ -115,7 +115,8 @@ def _door_suggest(top, memory_headroom, max_mbs, price_per_hour, target_tokens_p
     check_number(max_mbs, "--max-mbs", lo=1, hi=MAX_MBS, integer=True,
                  what=f"micro-batch sizes 1..max-mbs are searched; at most {MAX_MBS:,}",
                  hint="pin a larger one with --fix mbs=N")
-    check_number(price_per_hour, "--price-per-hour", lo=0, lo_open=True, hint="USD per device-hour, e.g. 2.5")
+    check_number(price_per_hour, "--price-per-hour", lo=0, hi=MAX_PRICE_PER_HOUR, lo_open=True,
+                 hint="USD per device-hour, e.g. 2.5")
     check_number(target_tokens_per_s, "--target-tokens-per-s", lo=0, lo_open=True,
                  hint="a throughput in tokens per second, e.g. 2e6")
     check_number(max_nodes, "--max-nodes", lo=1, hi=MAX_NODES, integer=True, what="sizing: node counts searched")

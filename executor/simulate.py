@@ -69,6 +69,8 @@ from parplan.executor.program import _Built, _node, build_program  # noqa: F401 
 from parplan.executor.results import DeviceStats, Event, LinkStats, Schedule  # noqa: F401  (re-exported)
 from parplan.executor.schedules import check_schedule, default_schedule
 
+MAX_SLOWDOWN = 1e6  # a straggler factor beyond this overflows the schedule's times (1e308 gave inf, then a crash)
+
 FULL_MODE_MAX_DEVICES = 64
 MODES = ("auto", "replica", "full")
 __all__ = ["DeviceStats", "Event", "LinkStats", "Schedule", "_Built", "_device_factors", "_node", "analyze",
@@ -89,8 +91,9 @@ def parse_slowdowns(items, n_devices: int, pp: int, ranks_per_stage: int) -> dic
             factor = float(fac)
         except ValueError:
             raise SpecError(f"bad factor {fac.strip()!r}", key="--slowdown", hint="a number ≥ 1, e.g. 1.5") from None
-        if not math.isfinite(factor) or factor <= 0:
-            raise SpecError(f"bad factor {fac.strip()!r}: must be a positive number", key="--slowdown")
+        if not math.isfinite(factor) or not 0 < factor <= MAX_SLOWDOWN:
+            raise SpecError(f"bad factor {fac.strip()!r}: must be a positive number up to {MAX_SLOWDOWN:g}",
+                            key="--slowdown", hint="a device that much slower has failed: leave it out of the cluster")
         if dev.startswith("stage:"):
             try:
                 st = int(dev[6:])

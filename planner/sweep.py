@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from parplan.errors import SpecError, short
 from parplan.hardware.types import MAX_DEVICES, Cluster  # MAX_DEVICES: devices a cluster may have
 from parplan.planner.budget import (DEFAULT_MAX_CELLS, DEFAULT_MEMORY_HEADROOM, MAX_MBS, MAX_TOP,  # noqa: F401
-                                    check_max_plans, check_number)
+                                    MAX_PRICE_PER_HOUR, check_max_plans, check_number)
 from parplan.workloads.transformer import Workload
 
 # Work budgets of a sweep: cells searched (planner/budget.py DEFAULT_MAX_CELLS) and rows reported (cells × top; a
@@ -172,7 +172,8 @@ def sweep_options(top: int = 1, objective: str | None = None, memory_headroom: f
     check_number(max_mbs, "--max-mbs", lo=1, hi=MAX_MBS, integer=True)
     if max_plans is not None:
         max_plans = check_max_plans(max_plans)
-    check_number(price_per_hour, "--price-per-hour", lo=0, lo_open=True, hint="USD per device-hour, e.g. 2.5")
+    check_number(price_per_hour, "--price-per-hour", lo=0, hi=MAX_PRICE_PER_HOUR, lo_open=True,
+                 hint="USD per device-hour, e.g. 2.5")
     precision = training.get("precision")
     if precision is not None:
         from parplan.workloads.transformer import BYTES_PER_VALUE  # the training precisions the loader knows

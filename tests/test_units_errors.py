@@ -31,8 +31,8 @@ def test_parse_quantity_errors_name_key_and_allowed_units():
         parse_quantity("lots", "bytes")
 
 
-@pytest.mark.parametrize("text,kind", [("1e-300 B/s", "bytes_per_s"), ("5e-324 B/s", "bytes_per_s"), (1e-310, "bytes_per_s"),
-                                       ("0.5 FLOP/s", "flops_per_s")])
+@pytest.mark.parametrize("text,kind", [("1e-300 B/s", "bytes_per_s"), ("5e-324 B/s", "bytes_per_s"),
+                                       (1e-310, "bytes_per_s"), ("0.5 FLOP/s", "flops_per_s")])
 def test_rates_below_one_per_second_are_refused(text, kind):
     # rates near the float minimum turned the times they divide into inf, then NaN, printed as a result
     with pytest.raises(SpecError, match="must be ≥ 1"):

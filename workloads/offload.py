@@ -68,7 +68,7 @@ class HeritageEntry(_Strict):
     leaf_overhead_bytes: float = Field(default=16, ge=0, le=1024, strict=False)  # key/position + pointer per leaf
     node_bytes: float = Field(default=72, gt=0, le=4096, strict=False)  # internal node: 8 child pointers + header
     brush_texels: list[Number] = Field(default=[1e3, 1e5, 1e6], min_length=1, max_length=MAX_SIZES)
-    screen: list[int] = Field(default=[1920, 1080], min_length=2, max_length=2)
+    screen: list[Annotated[int, Field(ge=1, le=1 << 16)]] = Field(default=[1920, 1080], min_length=2, max_length=2)
     octree_threads: int = Field(default=1, ge=1, le=1024)  # CPU threads editing/querying the octree
 
 

@@ -78,7 +78,7 @@ class OrderingEntry(_Strict):
 
 
 class ClientsEntry(_Strict):
-    offered_load: Optional[float] = Field(default=None, gt=0, le=1e9, strict=False)  # commands per second
+    offered_load: Optional[float] = Field(default=None, ge=1e-3, le=1e9, strict=False)  # commands per second
     load_fraction: float = Field(default=0.7, gt=0, lt=1, strict=False)  # without offered_load: latency at this ρ
 
 

@@ -266,8 +266,9 @@ def sequence_spec(e: SequencesEntry, seq_len: int, file: str | None = None) -> S
         return SequenceSpec(packs=tuple(tuple(int(x) for x in pk) for pk in e.packs), mask=mask, mask_param=mp,
                             samples=e.samples, seed=e.seed)
     if e.samples * seq_len > MAX_SEQ_TOKENS:
-        raise SpecError(f"samples × seq_len = {e.samples:,} × {seq_len:,} token positions is above {MAX_SEQ_TOKENS:,} "
-                        "(the drawn packs are priced token by token)", file=file, key=f"{key}.samples",
+        raise SpecError(f"samples × seq_len = {e.samples:,} × {seq_len:,} token positions is above "
+                        f"{MAX_SEQ_TOKENS:,} (the drawn packs are priced token by token)", file=file,
+                        key=f"{key}.samples",
                         hint=f"at most {max(MAX_SEQ_TOKENS // seq_len, 1):,} samples at this seq_len")
     need, opt = _DIST_KEYS[e.dist], _DIST_OPTIONAL[e.dist]
     for k in need:

@@ -73,7 +73,7 @@ def test_validate_top_is_capped(top):
     (("--token-budget", "15T", "--deadline", "1e999d"), "error: --deadline: bad value '1e999d': must be a finite"),
     (("--token-budget", "15T", "--deadline", "0"), "error: --deadline: bad value '0'"),
     (("--price-per-hour", "inf", "--objective", "cost"), "error: --price-per-hour: bad value inf"),
-    (("--price-per-hour", "0", "--objective", "cost"), "error: --price-per-hour: bad value 0: must be > 0"),
+    (("--price-per-hour", "0", "--objective", "cost"), "error: --price-per-hour: bad value 0: must be in (0, 1000000.0]"),
     (("--memory-headroom", "nan"), "error: --memory-headroom: bad value nan"),
     (("--memory-headroom", "-0.1"), "error: --memory-headroom: bad value -0.1: must be between 0.0 and 0.5"),
     (("--top", "-1"), "error: --top: bad value -1: must be between 0 and 100,000"),

@@ -1,0 +1,53 @@
+"""Values inside a field's type but outside what the model can price are refused with the key named (they printed
+inf, 300-digit numbers or negative times, or crashed the executor)."""
+from __future__ import annotations
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from parplan.cli.app import app
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    r = runner.invoke(app, [str(a) for a in args])
+    assert "Traceback" not in r.output, r.output
+    return r
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("suggest", "llama3-8b", "--hw", "dgx-h100-64", "--price-per-hour", "1e308", "--objective", "cost"),
+     "--price-per-hour"),  # every plan cost inf $/Mtok and the cost ranking put 2 %-MFU plans first
+    (("sweep", "--models", "llama3-8b", "--hw", "dgx-h100-64", "--sizes", "8", "--price-per-hour", "1e308"),
+     "--price-per-hour"),
+    (("simulate", "llama3-8b", "--hw", "dgx-h100-64", "--plan", "tp=1,pp=1", "--slowdown", "0=1e308"),
+     "--slowdown"),  # an IndexError in the executor's analysis
+])
+def test_huge_options_exit_2(args, needle, tmp_path):
+    if args[0] == "sweep":
+        args = args + ("-o", tmp_path / "s.csv")
+    r = invoke(*args)
+    assert r.exit_code == 2 and needle in r.stderr, r.output
+
+
+def _edited(root, tmp_path, example, edit):
+    doc = yaml.safe_load((root / "examples" / example).read_text(encoding="utf-8"))
+    edit(doc)
+    f = tmp_path / example
+    f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    return f
+
+
+def test_a_vanishing_offered_load_exits_2(root, tmp_path):
+    f = _edited(root, tmp_path, "kv-store.yaml", lambda d: d["clients"].update(offered_load=1e-320))
+    r = invoke("estimate", f, "--hw", "smr-3x-16c-10gbe", "--plan", "scheme=psmr,threads=16,rings=1,batch=32")
+    assert r.exit_code == 2 and "clients.offered_load" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("screen", [[-1920, 1080], [0, 0], [100000000000, 1080]])
+def test_a_screen_outside_any_display_exits_2(root, tmp_path, screen):
+    f = _edited(root, tmp_path, "offload-heritage.yaml", lambda d: d["heritage"].update(screen=screen))
+    r = invoke("estimate", f, "--hw", "heritage-rtx4090")
+    assert r.exit_code == 2 and "heritage.screen" in r.stderr, r.output
