@@ -111,6 +111,8 @@ def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value", choices=None) 
         k, v = (x.strip() for x in item.split("=", 1))
         if allowed is not None and k not in allowed:
             raise SpecError(f"unknown key {k!r}", key="--fix", allowed=list(allowed))
+        if k in out:
+            raise SpecError(f"--fix {k} is given twice", key=f"--fix {k}", hint="give each key once")
         if k in ints:
             try:
                 v = int(v)

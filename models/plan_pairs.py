@@ -7,7 +7,8 @@ from parplan.errors import SpecError, did_you_mean, short
 
 def plan_pairs(text, keys) -> list:
     """``[(key, value), …]`` in order (values stripped, empty items skipped); an item without ``=`` or a key not in
-    ``keys`` is a one-line ``SpecError`` at ``--plan`` naming the allowed keys."""
+    ``keys`` is a one-line ``SpecError`` at ``--plan`` naming the allowed keys, and so is a key given twice (the
+    last one silently won)."""
     out = []
     for part in (text or "").split(","):
         if not part.strip():
@@ -17,5 +18,7 @@ def plan_pairs(text, keys) -> list:
         k, v = (x.strip() for x in part.split("=", 1))
         if k not in keys:
             raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=keys, hint=did_you_mean(k, keys))
+        if any(k == k0 for k0, _ in out):
+            raise SpecError(f"plan key {short(k)} is given twice", key=f"--plan {k}", hint="give each key once")
         out.append((k, v))
     return out

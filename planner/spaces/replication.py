@@ -51,6 +51,11 @@ def _combos(spec, machine, fix: dict) -> tuple:
     1 (first occurrence kept: each scheme's block is the product of its own knobs); pinned values out of range are
     refused."""
     _check_fix(fix, machine)
+    hw = machine.socket.cores * machine.socket.smt
+    over = [t for t in spec.threads if t > hw]
+    if over and "threads" not in fix:  # a plan no replica can run (estimate refuses it): the file's value is wrong
+        raise SpecError(f"threads {over[0]} is above the {hw} hardware threads of a {machine.name} replica",
+                        key="search.threads", hint=f"values in 1..{hw}")
     schemes = [fix["scheme"]] if "scheme" in fix else list(spec.schemes)
     threads = [int(fix["threads"])] if "threads" in fix else list(spec.threads)
     rings = [int(fix["rings"])] if "rings" in fix else list(spec.rings)

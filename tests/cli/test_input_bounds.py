@@ -51,3 +51,22 @@ def test_a_screen_outside_any_display_exits_2(root, tmp_path, screen):
     f = _edited(root, tmp_path, "offload-heritage.yaml", lambda d: d["heritage"].update(screen=screen))
     r = invoke("estimate", f, "--hw", "heritage-rtx4090")
     assert r.exit_code == 2 and "heritage.screen" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("args", [
+    ("estimate", "examples/mandelbrot-offload.yaml", "--hw", "caf-k40-phi", "--plan", "place=cpu,place=tesla-k40"),
+    ("estimate", "examples/dit-flux-64k.yaml", "--hw", "h100-sxm-80gb:2x8", "--plan", "tp=1,tp=2"),
+    ("suggest", "examples/kv-store.yaml", "--hw", "smr-3x-16c-10gbe", "--fix", "threads=4", "--fix", "threads=16"),
+])
+def test_a_key_given_twice_exits_2(root, args):
+    # the last value silently won
+    r = invoke(*[root / a if a.startswith("examples/") else a for a in args])
+    assert r.exit_code == 2 and "given twice" in r.stderr, r.output
+
+
+def test_searched_thread_counts_beyond_the_replica_exit_2_naming_the_file_key(root, tmp_path):
+    # check turned the unrunnable best row into a --plan the user never gave, and blamed --plan
+    f = _edited(root, tmp_path, "kv-store.yaml", lambda d: d["search"].update(threads=[256]))
+    for verb in ("check", "suggest"):
+        r = invoke(verb, f, "--hw", "smr-3x-16c-10gbe")
+        assert r.exit_code == 2 and "search.threads" in r.stderr, r.output
