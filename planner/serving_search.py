@@ -123,10 +123,12 @@ def suggest_serving_plans(workload, cluster, serving, *, top: int = 10, price_pe
     ttft99, tpot = res["ttft_p99_s"], res["tpot_p50_s"]
     ok = res["slo_ok"]
     # rank: throughput per device (per $ orders the same on one cluster), then the lower TTFT p99, the lower TPOT,
-    # then the simpler deployment (fewer devices, smaller batch and chunk); equal outcomes (rounded) are one row
+    # then the simpler deployment (fewer devices, smaller batch and chunk); equal outcomes (rounded) are one row.
+    # Latencies are compared to the nanosecond: rows equal but for float noise (an open loop's rate-bound rows,
+    # one prefill pool beside several decode pools) rank by simplicity on any machine, not by the last bits
     sel = np.flatnonzero(ok)
     simple = ds.column(lambda b: b.simplicity())[sel]
-    order = sel[np.lexsort((simple, tpot[sel], ttft99[sel], -np.round(score[sel], 6)))]
+    order = sel[np.lexsort((simple, np.round(tpot[sel], 9), np.round(ttft99[sel], 9), -np.round(score[sel], 6)))]
     ranked, counts = _distinct_outcomes(order, (
         _round_as_python(score[order], 4), _round_as_python(ttft99[order], 6), _round_as_python(tpot[order], 6),
         ds.mode_codes()[order], res["n_devices"][order].astype(np.int64)))

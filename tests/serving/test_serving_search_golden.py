@@ -98,7 +98,7 @@ def _reference_search(w, c, s, modes=None):
     score, ok = res["output_tokens_per_s_per_device"], res["slo_ok"]
     simple = np.array([d.n_devices * 1e6 + sum(p.max_batch * 10 + p.chunk_tokens / 1e3 for p in d.pools)
                        for d in deps])
-    order = np.lexsort((simple, res["tpot_p50_s"], res["ttft_p99_s"], -np.round(score, 6)))
+    order = np.lexsort((simple, np.round(res["tpot_p50_s"], 9), np.round(res["ttft_p99_s"], 9), -np.round(score, 6)))
     ranked, counts, seen = [], [], {}
     for i in order:
         if not ok[i]:
