@@ -67,12 +67,14 @@ def register(app: typer.Typer) -> None:
                                    global_batch=global_batch, seq_len=seq_len, precision=precision,
                                    expert_imbalance=expert_imbalance, allow_cross_node_tp=allow_cross_node_tp,
                                    junit=junit, max_plans=max_plans, serve=serve, deployment=deployment))
+        from parplan.cli.family_verbs import serve_door
+
+        serve_door("check", serve, deployment, plan=plan, min_tokens_per_s=min_tokens_per_s,
+                   max_step_time_s=max_step_time_s, max_memory_fraction=max_memory_fraction, min_mfu=min_mfu,
+                   global_batch=global_batch, seq_len=seq_len, precision=precision, expert_imbalance=expert_imbalance,
+                   fix=fix, allow_cross_node_tp=allow_cross_node_tp, junit=junit, max_plans=max_plans)
         if serve is not None:
             from parplan.cli.serve_out import serve_check
-
-            if fix:
-                raise SpecError("--fix does not apply to a serving check: give the deployment (--deployment) or let "
-                                "check search every one", key="--fix")
 
             return serve_check(model, hw, serve, deployment, fmt=fmt, output=output)
         import pandas as pd

@@ -124,6 +124,11 @@ def register(app: typer.Typer) -> None:
                 plan_file=plan_file, seq_len=seq_len, global_batch=global_batch, precision=precision,
                 framework=framework, expert_imbalance=expert_imbalance, max_plans=max_plans, serve=serve,
                 deployment=deployment))
+        from parplan.cli.family_verbs import serve_door
+
+        serve_door("estimate", serve, deployment, plan=plan, plan_file=plan_file, seq_len=seq_len,
+                   global_batch=global_batch, precision=precision, framework=framework,
+                   expert_imbalance=expert_imbalance, max_plans=max_plans)
         if serve is not None:
             from parplan.cli.serve_out import serve_estimate
 

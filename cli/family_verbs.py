@@ -21,6 +21,22 @@ def _given(value: object) -> bool:
     return not (value is None or value is False or (isinstance(value, (list, tuple)) and not value))
 
 
+def serve_door(verb: str, serve, deployment, **options) -> None:
+    """--serve reads the serve file (request mix, SLOs, precision, engine) and --deployment; the training options
+    a serving ``verb`` does not read are an error naming them (they were dropped, even invalid ones), and so is a
+    --deployment without --serve (a training run was priced instead)."""
+    if serve is None:
+        if deployment is not None:
+            raise SpecError("--deployment applies to a serving workload: give --serve serve.yaml too",
+                            key="--deployment")
+        return
+    bad = [_flag(k) for k, v in options.items() if _given(v)]
+    if bad:
+        raise SpecError(f"{', '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to a serving {verb} "
+                        "(--serve)", key="--serve", hint="the serve file holds the request mix, SLOs, precision and "
+                        "engine; see docs/serving.md")
+
+
 def given(**options) -> dict:
     """The options the user set (not None / False / empty), to pass on to a family handler."""
     return {k: v for k, v in options.items() if _given(v)}

@@ -195,11 +195,17 @@ def register(app: typer.Typer) -> None:
                 plan_file=plan_file, schedule=schedule, trace=trace, slowdown=slowdown, seq_len=seq_len,
                 global_batch=global_batch, precision=precision, framework=framework,
                 expert_imbalance=expert_imbalance, max_events=max_events, serve=serve, deployment=deployment))
+        from parplan.cli.family_verbs import serve_door
+
+        if serve is not None and (plan is not None or plan_file is not None):
+            raise SpecError("--serve simulates a --deployment, not a training --plan", key="--plan")
+        serve_door("simulate", serve, deployment, schedule=schedule, trace=trace, slowdown=slowdown,
+                   mode=None if mode == "auto" else mode,
+                   seq_len=seq_len, global_batch=global_batch, precision=precision, framework=framework,
+                   expert_imbalance=expert_imbalance)
         if serve is not None:
             from parplan.cli.serve_sim_out import serve_simulate
 
-            if plan is not None or plan_file is not None:
-                raise SpecError("--serve simulates a --deployment, not a training --plan", key="--plan")
             if max_events is not None:
                 check_max_events(max_events)
             return serve_simulate(model, hw, serve, deployment, requests=requests, seed=seed, max_events=max_events,

@@ -194,7 +194,17 @@ def register(app: typer.Typer) -> None:
         """Search every valid parallel plan and print the best ones (multi-group clusters: ILP-balanced
         heterogeneous plans beside the uniform and fastest-group baselines; --serve: serving deployments)."""
         if serve is not None:
+            from parplan.cli.family_verbs import serve_door
             from parplan.cli.serve_out import serve_suggest
+
+            serve_door("suggest", serve, None, global_batch=global_batch, seq_len=seq_len, precision=precision,
+                       framework=framework, expert_imbalance=expert_imbalance, objective=objective, fix=fix,
+                       memory_headroom=memory_headroom, allow_cross_node_tp=allow_cross_node_tp,
+                       max_mbs=None if max_mbs == 32 else max_mbs, solver=None if solver == "exact" else solver,
+                       time_limit=None if time_limit == 10.0 else time_limit,
+                       target_tokens_per_s=target_tokens_per_s, deadline=deadline, token_budget=token_budget,
+                       max_nodes=max_nodes, export=export, export_output=export_output, explain=explain,
+                       expand_ties=expand_ties, max_plans=max_plans, max_configurations=max_configurations)
 
             _door_suggest(top, None, 1, price_per_hour, None, None, 10.0, None, None)
             return serve_suggest(model, hw, serve, top=top, fmt=fmt, output=output, price_per_hour=price_per_hour,

@@ -105,11 +105,15 @@ def register(app: typer.Typer) -> None:
                                       precision=precision, framework=framework, expert_imbalance=expert_imbalance,
                                       max_events=max_events, max_plans=max_plans, serve=serve,
                                       deployment=deployment))
+        from parplan.cli.family_verbs import serve_door
+
+        if serve is not None and (plan or plan_file):
+            raise SpecError("--serve validates --deployment or --top, not a training --plan", key="--plan")
+        serve_door("validate", serve, deployment, seq_len=seq_len, global_batch=global_batch, precision=precision,
+                   framework=framework, expert_imbalance=expert_imbalance, max_plans=max_plans)
         if serve is not None:
             from parplan.cli.serve_sim_out import serve_validate
 
-            if plan or plan_file:
-                raise SpecError("--serve validates --deployment or --top, not a training --plan", key="--plan")
             if not (0.0 < tolerance < 1.0):
                 raise SpecError(f"bad tolerance {tolerance!r}: must be between 0 and 1", key="--tolerance")
             if max_events is not None:

@@ -1,0 +1,42 @@
+"""--serve reads the serve file and --deployment; the training options a serving verb does not read are refused
+naming them (they were dropped: check --serve --min-tokens-per-s 1e9 PASSed at 1,484 tokens/s), and --deployment
+without --serve is refused (a training search ran instead)."""
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from parplan.cli.app import app
+
+runner = CliRunner()
+HW = "h100-sxm-80gb:1x8"
+
+
+@pytest.mark.parametrize("args, flag", [
+    (("check", "--min-tokens-per-s", "1e9"), "--min-tokens-per-s"),
+    (("check", "--max-memory-fraction", "0.5"), "--max-memory-fraction"),
+    (("check", "--min-mfu", "1"), "--min-mfu"),
+    (("check", "--fix", "tp=3"), "--fix"),
+    (("estimate", "--framework", "bogus"), "--framework"),
+    (("estimate", "--plan-file", "missing.yaml"), "--plan-file"),
+    (("suggest", "--fix", "tp=3"), "--fix"),
+    (("suggest", "--objective", "bogus"), "--objective"),
+    (("simulate", "--mode", "bogus"), "--mode"),
+    (("simulate", "--trace", "t.json"), "--trace"),
+    (("validate", "--framework", "nemo"), "--framework"),
+])
+def test_options_a_serving_verb_does_not_read_exit_2(root, args, flag):
+    verb, *rest = args
+    r = runner.invoke(app, [verb, "llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml"), *rest])
+    assert r.exit_code == 2 and flag in r.stderr and "serving" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("verb", ["check", "estimate", "simulate", "validate"])
+def test_a_deployment_without_serve_exits_2(verb):
+    r = runner.invoke(app, [verb, "llama3-70b", "--hw", HW, "--deployment", "tp=8,batch=64"])
+    assert r.exit_code == 2 and "--deployment" in r.stderr, r.output
+
+
+def test_the_serving_check_still_runs(root):
+    r = runner.invoke(app, ["check", "llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml")])
+    assert r.exit_code == 0 and r.stdout.startswith("PASS"), r.output
