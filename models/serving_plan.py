@@ -161,7 +161,7 @@ class Deployment:
     def to_string(self) -> str:
         if self.mode == "aggregated":
             p = self.pools[0]
-            text = p.pairs() + (f",replicas={p.replicas}" if p.replicas != 1 else "")
+            text = p.pairs() + f",replicas={p.replicas}"  # always: a bare pool fills the cluster when parsed
         else:
             text = "+".join(f"{p.role}:{p.replicas}x({p.pairs()})" for p in self.pools)
         knobs = []

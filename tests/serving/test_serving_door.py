@@ -40,3 +40,18 @@ def test_a_deployment_without_serve_exits_2(verb):
 def test_the_serving_check_still_runs(root):
     r = runner.invoke(app, ["check", "llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml")])
     assert r.exit_code == 0 and r.stdout.startswith("PASS"), r.output
+
+
+def test_suggested_deployment_strings_round_trip(root):
+    # a one-replica row printed as "tp=8,batch=64,chunk=8192" re-parsed as 8 replicas on 64 GPUs (estimate, check and
+    # export then priced or launched 8× the devices suggest reported)
+    from parplan.models.serving_plan import parse_deployment
+    from parplan.planner.serving_search import suggest_serving_plans
+    from parplan.serving import _inputs
+
+    w, c, s = _inputs("llama3-70b", "dgx-h100-64", str(root / "examples/serve-chat.yaml"))
+    ps = suggest_serving_plans(w, c, s, top=0)
+    assert any(e.deployment.n_devices < c.n_devices for e in ps.ranked)
+    for e in ps.ranked:
+        text = e.deployment.to_string()
+        assert parse_deployment(text, c.n_devices) == e.deployment, text

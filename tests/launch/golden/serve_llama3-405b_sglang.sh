@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SGLang launch_server: Llama 3 405B on dgx-h100-64 (16 of 64 devices, 2 node(s))
-# parplan deployment: tp=8,pp=2,batch=64
+# parplan deployment: tp=8,pp=2,batch=64,replicas=1
 # serving: ISL fixed mean 2048 / OSL fixed mean 256; max model length 2304; precision weights bf16, activations bf16, kv cache fp8
 # note: serving.engine vllm → sglang (the export's engine)
 # usage: NODE_RANK=<this node> NODE_ADDRS="<address of node 0> <node 1> …" bash <this script>
