@@ -52,6 +52,10 @@ def export_framework(export: "Target | None", framework: str | None, export_outp
         return framework
     from parplan.launch.common import TARGETS
 
+    if export.value not in TARGETS:  # a serving engine: its launch script comes from a deployment, not a plan
+        raise SpecError(f"--export {export.value} launches a serving deployment, not a training plan", key="--export",
+                        allowed=sorted(TARGETS), hint=f"parplan export MODEL --hw HW --serve serve.yaml --deployment "
+                        f"… --to {export.value}")
     own = TARGETS[export.value]
     if framework is not None and framework != own:
         raise SpecError(f"--export {export.value} launches with framework {own!r}, not --framework {framework!r}",

@@ -185,7 +185,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Simulate one training step of a plan, op by op (reference executor); --serve: a serving deployment,
         request by request."""
+        from parplan.planner.budget import check_number
         from parplan.workloads.registry import verbs_for
+
+        check_number(seed, "--seed", lo=0, integer=True, hint="a whole number ≥ 0")  # numpy refuses a negative one
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets)
         if verbs is not None:

@@ -93,7 +93,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Analytical estimate vs simulated step: step time and peak memory; exit 1 beyond the tolerance (--serve:
         TTFT p50/p99, TPOT and throughput of serving deployments)."""
+        from parplan.planner.budget import check_number
         from parplan.workloads.registry import verbs_for
+
+        check_number(seed, "--seed", lo=0, integer=True, hint="a whole number ≥ 0")  # numpy refuses a negative one
 
         verbs = verbs_for(model)  # a family with its own verbs (task graphs on CPU sockets)
         if verbs is not None:

@@ -101,7 +101,10 @@ def check_serving(model: Any, hw: Any, serve: Any, deployment: Any = None) -> Se
     actual = {"ttft_p50_s": e.ttft_p50_s, "ttft_p99_s": e.ttft_p99_s, "tpot_s": e.tpot_s,
               "min_tokens_per_s": e.output_tokens_per_s}
     fails = tuple((k, slo[k], actual[k]) for k in e.slo_failures)
-    return ServingCheck(bool(e.slo_ok), e, fails, searched, passing)
+    drop = float(e.deployment.spd_drop)
+    if drop > float(s.spd_drop_budget):  # SPD may drop only the syncs the accuracy budget allows (S07)
+        fails += (("spd_drop_budget", float(s.spd_drop_budget), drop),)
+    return ServingCheck(bool(e.slo_ok) and not drop > float(s.spd_drop_budget), e, fails, searched, passing)
 
 
 __all__ = ["estimate_serving", "suggest_serving", "check_serving", "ServingCheck"]

@@ -55,3 +55,23 @@ def test_suggested_deployment_strings_round_trip(root):
     for e in ps.ranked:
         text = e.deployment.to_string()
         assert parse_deployment(text, c.n_devices) == e.deployment, text
+
+
+def test_a_deployment_over_the_spd_budget_fails_check(root):
+    # the serve file's spd_drop_budget (0 by default) was read only by the search: check PASSed spd_drop=1
+    r = runner.invoke(app, ["check", "llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml"),
+                            "--deployment", "tp=8,batch=64;spd_drop=1"])
+    assert r.exit_code == 1 and "spd_drop_budget" in r.stdout, r.output
+
+
+@pytest.mark.parametrize("args", [
+    ("simulate", "llama3-70b", "--hw", HW, "--serve", "examples/serve-chat.yaml", "--deployment", "tp=8,batch=64",
+     "--seed", "-1"),
+    ("validate", "llama3-70b", "--hw", HW, "--serve", "examples/serve-chat.yaml", "--deployment", "tp=8,batch=64",
+     "--seed", "-1"),
+    ("suggest", "llama3-70b", "--hw", "dgx-h100-64", "--export", "vllm", "--quiet", "--top", "1"),
+])
+def test_former_tracebacks_exit_2(root, args):
+    # numpy's ValueError on a negative seed; a KeyError for a serving engine given to training suggest --export
+    r = runner.invoke(app, [str(root / a) if a.startswith("examples/") else a for a in args])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
