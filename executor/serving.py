@@ -166,13 +166,20 @@ def _check_cost(cost, where: str) -> None:
             raise SpecError(f"{name} must be an integer ≥ {lo}, not {v!r}", key=f"{where}.{name}")
 
 
-def events_lower_bound(n: int, mix: RequestMix, pools, decode_reps: list) -> int:
+# an iteration the analytical model prices in full each time (a cost not affine in the cached tokens, or an
+# attention/expert ping-pong pair) takes ~0.3–1.5 ms where a heap event takes ~1.5 µs: it counts as this many events
+# against --max-events (measured here; order of magnitude), so the budget bounds the run's time as its help says
+PRICED_ITERATION_EVENTS = 200
+
+
+def events_lower_bound(n: int, mix: RequestMix, pools, decode_reps: list, weight: int = 1) -> int:
     """A lower bound of the heap events a run plays: one arrival per request, one transfer per request when
-    disaggregated, and the decode iterations the decoding replicas need even with full batches."""
+    disaggregated, and the decode iterations the decoding replicas need even with full batches (each ``weight``
+    events)."""
     seqs = sum(r.max_seqs for r in decode_reps) or 1
     iters = int(n * max(0.0, mix.osl.expected - 1.0) / seqs)
     xfer = n if any(p.role == "prefill" for p in pools) else 0
-    return n + xfer + iters
+    return n + xfer + iters * weight
 
 
 def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS, seed: int = 0,
@@ -205,6 +212,7 @@ def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS
     reqs = Reqs(req.isl, req.osl)
     expert = [p for p in pools if p.role == "expert"]
     entry, decode, meta = [], [], []
+    weight = PRICED_ITERATION_EVENTS if expert else 1  # (a ping-pong pair is priced in full each iteration)
     has_prefill = any(p.role == "prefill" for p in pools)
     for i, p in enumerate(pools):
         if p.role == "expert":
@@ -214,6 +222,8 @@ def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS
         fn = p.cost.iteration_s if dp == 1 else p.cost.iteration_ranks_s
         if affine_in_kv(p.cost):
             fn = _AffineKV(fn)
+        else:
+            weight = PRICED_ITERATION_EVENTS
         if role == "attention":
             if callable(getattr(p.cost, "attention_s", None)):
                 fn = _PingPong(p.cost, expert[0].cost, micro_batches)
@@ -236,13 +246,14 @@ def simulate_pools(pools, mix: RequestMix, *, n_requests: int = DEFAULT_REQUESTS
         mix = replace(mix, concurrency=2 * seqs)
         notes = tuple(notes) + (f"saturated load: played as a closed loop of {2 * seqs} clients (twice the sequences "
                                 "the decoding replicas batch)",)
-    lb = events_lower_bound(n, mix, pools, decode or entry)
+    lb = events_lower_bound(n, mix, pools, decode or entry, weight)
+    heavy = (f" (this deployment's iterations are priced in full, {weight} events each)" if weight > 1 else "")
     if lb > limit:
-        raise EventBudgetError(f"the serving simulation of {n:,} requests would play at least {lb:,} events, above "
-                               f"the budget of {limit:,}", key="--max-events",
+        raise EventBudgetError(f"the serving simulation of {n:,} requests would play at least {lb:,} events{heavy}, "
+                               f"above the budget of {limit:,}", key="--max-events",
                                hint="raise --max-events (~1.5 µs, ~100 B per event) or simulate fewer requests")
     try:
-        log = play(reqs, req.arrival_s, mix.concurrency, entry, decode, limit)
+        log = play(reqs, req.arrival_s, mix.concurrency, entry, decode, max(limit // weight, 1))
     except ServingBudgetError as exc:
         raise EventBudgetError(f"the serving simulation reached its budget of {limit:,} events with {exc.done:,} of "
                                f"{n:,} requests finished", key="--max-events",

@@ -75,3 +75,19 @@ def test_former_tracebacks_exit_2(root, args):
     # numpy's ValueError on a negative seed; a KeyError for a serving engine given to training suggest --export
     r = runner.invoke(app, [str(root / a) if a.startswith("examples/") else a for a in args])
     assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+
+
+@pytest.mark.parametrize("engine, deployment, model", [
+    ("sglang", "tp=8,batch=1", "llama3-70b"),
+    ("vllm", "attention:1x(tp=1,batch=1)+expert:1x(ep=2);micro_batches=16", "mixtral-8x7b"),
+])
+def test_simulations_whose_iterations_are_priced_in_full_are_bounded(root, tmp_path, engine, deployment, model):
+    # 1,000 requests at batch 1 ran past a minute: the budget counted events, not that each iteration is priced
+    import yaml
+
+    doc = yaml.safe_load((root / "examples/serve-chat.yaml").read_text(encoding="utf-8"))
+    doc["engine"] = engine
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    r = runner.invoke(app, ["simulate", model, "--hw", HW, "--serve", str(f), "--deployment", deployment])
+    assert r.exit_code == 2 and "--max-events" in r.stderr and "priced in full" in r.stderr, r.output
