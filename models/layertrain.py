@@ -47,7 +47,14 @@ def modes_vector(spec, text: str) -> np.ndarray:
     if not t or _RUN.sub("", t):
         raise SpecError(f"bad modes {short(text)}: write dp, mp, hybrid or one D/M per trainable layer "
                         f"({len(idx)}), e.g. {len(idx) - 3}D3M", key="--plan modes", allowed=list(MODE_WORDS))
-    letters = "".join(ch.upper() * (int(n) if n else 1) for n, ch in _RUN.findall(t))
+    # run lengths counted before the string is built (99999999999D allocated gigabytes, then failed)
+    runs = [(1 if not n else int(n) if len(n) <= 7 else 10**7, ch) for n, ch in _RUN.findall(t)]
+    named = sum(r for r, _ in runs)
+    if named != len(idx) or any(r == 0 for r, _ in runs):
+        raise SpecError(f"modes {short(text)} names {named if named < 10**7 else 'too many'} layers (a zero-length "
+                        f"run is none); the network has {len(idx)} trainable", key="--plan modes",
+                        hint="one D/M per layer, run lengths like 13D3M")
+    letters = "".join(ch.upper() * r for r, ch in runs)
     if len(letters) != len(idx):
         raise SpecError(f"modes {short(text)} names {len(letters)} layers; the network has {len(idx)} trainable",
                         key="--plan modes", hint="one D/M per layer, run lengths like 13D3M")

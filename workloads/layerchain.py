@@ -174,6 +174,11 @@ def _topo(mods: list[ModuleEntry], file: str | None) -> tuple:
     if len(set(names)) != len(names):
         raise SpecError("module names are not unique", file=file, key="modules")
     done, order = set(), []
+    for i, m in enumerate(mods):  # measured times as the profiles' (a negative one PASSed check at −903 s)
+        bad = [k for k, t in m.time_s.items() if not (0 <= t < 1e6)]
+        if bad:
+            raise SpecError(f"time_s[{short(bad[0])}] = {m.time_s[bad[0]]!r}: times are seconds in [0, 1e6)", file=file,
+                            key=f"modules[{i}].time_s")
     for _ in range(len(mods)):
         for i, m in enumerate(mods):
             if m.name in done:
@@ -187,6 +192,10 @@ def _topo(mods: list[ModuleEntry], file: str | None) -> tuple:
                 order.append(Module(m.name, m.flops, m.params, m.out_elements, tuple(m.after), dict(m.time_s)))
     if len(order) != len(mods):
         raise SpecError("the modules' after: lists form a cycle", file=file, key="modules")
+    for dev in dict.fromkeys(k for m in mods for k in m.time_s):  # as a profile: some module must take time
+        if not sum(m.time_s.get(dev, 0.0) for m in mods) > 0:
+            raise SpecError(f"every module's measured time on {short(dev)} is 0 s: some module must take time",
+                            file=file, key="modules[].time_s")
     return tuple(order)
 
 

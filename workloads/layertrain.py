@@ -178,6 +178,9 @@ def spec_from_dict(data: Any, file: str | None = None) -> LayerTrainSpec:
         nodes, arch = None, "layers"
     if not any(r[1] != "graph" for r in rows):
         raise SpecError("the network has no trainable layer (only graph propagation)", file=file, key="layers")
+    for what, col in (("parameters", 2), ("FLOPs", 3)):  # a network without either trains in no time (a division)
+        if not sum(float(r[col]) for r in rows) > 0:
+            raise SpecError(f"every layer has 0 {what}: there is nothing to train", file=file, key="layers")
     if e.admm is not None and any(r[1] in ("conv",) for r in rows):
         raise SpecError("admm applies to MLP / GA-MLP chains (S26), not to convolutional networks", file=file,
                         key="admm")

@@ -110,6 +110,16 @@ class VariantsSpec:
     extra: dict = field(default_factory=dict)
 
 
+
+MIN_ITEM_S = 1e-9  # a stage's seconds per item: below a nanosecond is a typo (5e-324 s gave inf items/s, then NaN)
+
+
+def _item_s(value, key: str, file) -> float:
+    t = parse_quantity(value, "seconds", key=key, file=file)
+    if t < MIN_ITEM_S:
+        raise SpecError(f"bad value {value!r}: a stage takes at least {MIN_ITEM_S:g} s per item", file=file, key=key)
+    return t
+
 def spec_from_dict(data: Any, file: str | None = None) -> VariantsSpec:
     e = validate(VariantsFile, data, file=file)
     stages = []
@@ -122,11 +132,11 @@ def spec_from_dict(data: Any, file: str | None = None) -> VariantsSpec:
         alts = []
         for j, a in enumerate(s.alternatives):
             ak = f"{key}.alternatives[{j}]"
-            times = {c: parse_quantity(v, "seconds", key=f"{ak}.times.{c}", file=file) for c, v in (a.times or {}).items()}
+            times = {c: _item_s(v, f"{ak}.times.{c}", file) for c, v in (a.times or {}).items()}
             for c, v in (a.energy_j or {}).items():
                 if not v > 0:
                     raise SpecError(f"bad value {v!r}: energy is positive joules", file=file, key=f"{ak}.energy_j.{c}")
-            alts.append(Alternative(a.name, parse_quantity(a.time, "seconds", key=f"{ak}.time", file=file), times,
+            alts.append(Alternative(a.name, _item_s(a.time, f"{ak}.time", file), times,
                                     dict(a.energy_j or {}), parse_quantity(a.memory, "bytes", key=f"{ak}.memory",
                                                                            file=file, positive=False), a.quality))
         if len({a.name for a in alts}) != len(alts):
