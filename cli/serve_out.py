@@ -4,6 +4,8 @@ Exit codes: suggest 0 deployments found, 1 none fits or meets the SLOs (why and 
 pass, 1 fail; 2 bad input (a bad serve.yaml, deployment or option)."""
 from __future__ import annotations
 
+import math
+
 import typer
 
 from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
@@ -35,6 +37,9 @@ def plan_record(e, rank: int, peak: float, active: float, price: float | None = 
            "mfu": 2.0 * active * e.output_tokens_per_s / (peak * e.n_devices) if peak else 0.0,
            "memory_peak_bytes": int(round(sum(e.memory_bytes.values()))), "equivalent_plans": int(equivalent)}
     rec.update({k: d.get(k) for k in ROW_KEYS})
+    if not e.fits:  # a deployment that does not fit has no latencies or throughput (a placeholder 8e30 s was printed)
+        rec.update({k: None for k in ROW_KEYS if k.startswith(("ttft", "tpot", "output_tokens", "requests_per",
+                                                                 "goodput"))}, step_time_s=None, tokens_per_s=None)
     rec["usd_per_million_tokens"] = (e.n_devices * price / 3600.0 / e.output_tokens_per_s * 1e6
                                      if price and e.output_tokens_per_s > 0 else None)
     rec.update({"slo_failures": list(e.slo_failures), "reasons": list(e.reasons),
@@ -155,11 +160,17 @@ def serve_estimate(model, hw, serve, deployment, *, fmt: Format, output) -> None
         return
     con = console(table_width(output))
     lo, hi = e.interval
+    ttft = f"{human_s(e.ttft_p50_s)} / {human_s(e.ttft_p99_s)} (80 %: ×{lo:g}–×{hi:g})"
+    tpot = f"{human_s(e.tpot_p50_s)} / {human_s(e.tpot_p99_s)}"
+    tput = (f"{e.output_tokens_per_s:,.0f} output tokens/s ({e.output_tokens_per_s_per_device:,.0f} per device), "
+            f"{e.requests_per_s:,.2f} requests/s; goodput {e.goodput_tokens_per_s:,.0f}")
+    if not e.fits:  # nothing to serve with: no latency or throughput (a placeholder 8e30 s was printed)
+        ttft = tpot = tput = "n/a: the deployment does not fit (below)"
+    elif not math.isfinite(e.ttft_p50_s):  # the queue grows without bound: the offered rate is not served
+        ttft = "unbounded: the offered load exceeds what the deployment serves (its queue grows)"
+        tput = "the offered load is not sustained: " + tput.replace("output tokens/s", "output tokens/s offered", 1)
     head = [["deployment", e.deployment.to_string()], ["mode", e.deployment.mode],
-            ["TTFT p50 / p99", f"{human_s(e.ttft_p50_s)} / {human_s(e.ttft_p99_s)} (80 %: ×{lo:g}–×{hi:g})"],
-            ["TPOT p50 / p99", f"{human_s(e.tpot_p50_s)} / {human_s(e.tpot_p99_s)}"],
-            ["throughput", f"{e.output_tokens_per_s:,.0f} output tokens/s ({e.output_tokens_per_s_per_device:,.0f} "
-                           f"per device), {e.requests_per_s:,.2f} requests/s; goodput {e.goodput_tokens_per_s:,.0f}"],
+            ["TTFT p50 / p99", ttft], ["TPOT p50 / p99", tpot], ["throughput", tput],
             ["batch", f"{e.batch_per_replica:,.1f} sequences per replica; KV cache {e.kv_capacity_tokens:,} tokens"],
             ["fits", "yes" if e.fits else "NO — " + "; ".join(e.reasons)],
             ["SLOs", "met" if e.slo_ok else "FAIL: " + ", ".join(e.slo_failures or ("capacity",))]]
@@ -198,7 +209,7 @@ def serve_check(model, hw, serve, deployment, *, fmt: Format, output) -> None:
                 + ("" if deployment is not None else f" (closest of {r.searched:,} searched)"))
         e = r.estimate
         info = [f"  TTFT p99 {_ms(e.ttft_p99_s)} ms, TPOT {_ms(e.tpot_p50_s)} ms, "
-                f"{e.output_tokens_per_s:,.0f} tokens/s"] if e else []
+                f"{e.output_tokens_per_s:,.0f} tokens/s"] if e and e.fits else []
         emit("\n".join([head, *info, *("  " + x for x in r.lines())]), output, "1 check")
     if not r.ok:
         raise typer.Exit(EXIT_CHECK_FAILED)

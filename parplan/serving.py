@@ -73,6 +73,8 @@ class ServingCheck:
 
     def lines(self) -> list[str]:
         out = []
+        if self.estimate is not None and not self.estimate.fits:  # no latency to judge (placeholders, not figures)
+            return [f"FAIL fits: {r}" for r in self.estimate.reasons]
         for k, req, act in self.failures:
             op = "≥" if k == "min_tokens_per_s" else "≤"
             out.append(f"FAIL {k}: {act:.4g} (required {op} {req:g})")

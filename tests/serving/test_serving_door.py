@@ -91,3 +91,17 @@ def test_simulations_whose_iterations_are_priced_in_full_are_bounded(root, tmp_p
     f.write_text(yaml.safe_dump(doc), encoding="utf-8")
     r = runner.invoke(app, ["simulate", model, "--hw", HW, "--serve", str(f), "--deployment", deployment])
     assert r.exit_code == 2 and "--max-events" in r.stderr and "priced in full" in r.stderr, r.output
+
+
+def test_a_deployment_that_does_not_fit_prints_no_latency(root):
+    # a placeholder TTFT of 8e30 s was printed as a figure by estimate and check
+    args = ["llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml"), "--deployment",
+            "tp=1,batch=64,replicas=8"]
+    r = runner.invoke(app, ["estimate", *args])
+    assert r.exit_code == 0 and "does not fit" in r.stdout and "e+30" not in r.stdout and "00000000" not in r.stdout
+    r = runner.invoke(app, ["check", *args])
+    assert r.exit_code == 1 and "FAIL fits" in r.stdout and "e+30" not in r.stdout, r.output
+    import json
+
+    rec = json.loads(runner.invoke(app, ["estimate", *args, "--format", "json"]).stdout)["plans"][0]
+    assert rec["ttft_p50_s"] is None and rec["tokens_per_s"] is None
