@@ -98,10 +98,42 @@ def validate(model: type[BaseModel], data: Any, *, file: str | None, prefix: str
             line, col = _mark_of(data, (k,))
             raise SpecError(f"unknown key {short(k)}: keys are names", file=file, key=prefix or None,
                             allowed=sorted(model.model_fields), line=line, col=col)
+    _no_bool_numbers(model, data, file, prefix, ())
     try:
         return model.model_validate(dict(data) if not isinstance(data, dict) else data)
     except ValidationError as exc:
         raise _to_spec_error(exc, model, data, file, prefix) from None
+
+
+def _numeric_only(ann: Any) -> bool:
+    """A float field (alone or optional, not one that also takes a bool or a string)."""
+    args = [a for a in (getattr(ann, "__args__", None) or (ann,)) if a is not type(None)]
+    return float in args and not any(a in (bool, str) for a in args)
+
+
+def _no_bool_numbers(model: Any, data: Any, file, prefix: str, path: tuple) -> None:
+    """A YAML true/yes/on where a number belongs is an error: the lax float fields (which read "1e9", a string to
+    YAML) turned it into 1.0 (slo tpot_s: true was a 1 s SLO, spd_drop_budget: on let every sync drop)."""
+    fields = getattr(model, "model_fields", None)
+    if not fields or not isinstance(data, Mapping):
+        return
+    for k, v in data.items():
+        f = fields.get(k) if isinstance(k, str) else None
+        if f is None:
+            continue
+        if isinstance(v, bool) and _numeric_only(f.annotation):
+            line, col = _mark_of(data, (k,))
+            where = ".".join(str(x) for x in (*path, k)).replace(".[", "[")
+            raise SpecError(f"bad value {v!r}: expected a number", file=file,
+                            key=f"{prefix}.{where}" if prefix else where, line=line, col=col)
+        sub = _unwrap_model(f.annotation)
+        if sub is None:
+            continue
+        if isinstance(v, Mapping):
+            _no_bool_numbers(sub, v, file, prefix, (*path, k))
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                _no_bool_numbers(sub, x, file, prefix, (*path, f"{k}[{i}]"))
 
 
 def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:

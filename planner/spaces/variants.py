@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from parplan.errors import SpecError
+from parplan.errors import SpecError, did_you_mean
 from parplan.models.variants import CONSTRAINTS, evaluate, option_table, pareto
 
 MAX_VARIANTS = 2_000_000
@@ -41,6 +41,11 @@ def enumerate_variants(spec, platform, fix: "dict | None" = None) -> tuple:
     axis i of the Cartesian grid (variant v = the grid's C-order index, the last stage fastest), so ``evaluate``
     prices the whole product by broadcasting without building an index matrix."""
     fix = fix or {}
+    stages = [s.name for s in spec.stages]
+    unknown = [k for k in fix if k not in stages]
+    if unknown:  # a typo pinned nothing, and the result looked pinned (check PASSed)
+        raise SpecError(f"unknown stage {unknown[0]!r}", key="--fix", allowed=stages,
+                        hint=did_you_mean(unknown[0], stages))
     tables = []
     for s in spec.stages:
         rows = option_table(spec, platform, s)

@@ -70,3 +70,26 @@ def test_searched_thread_counts_beyond_the_replica_exit_2_naming_the_file_key(ro
     for verb in ("check", "suggest"):
         r = invoke(verb, f, "--hw", "smr-3x-16c-10gbe")
         assert r.exit_code == 2 and "search.threads" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("where, edit", [
+    ("slo.tpot_s", lambda d: d.setdefault("slo", {}).update(tpot_s=True)),  # a 1 s SLO
+    ("spd_drop_budget", lambda d: d.update(spd_drop_budget=True)),  # every TP sync may drop
+])
+def test_a_yaml_boolean_where_a_number_belongs_exits_2(root, tmp_path, where, edit):
+    f = _edited(root, tmp_path, "serve-chat.yaml", edit)
+    r = invoke("estimate", "llama3-70b", "--hw", "h100-sxm-80gb:1x8", "--serve", f, "--deployment", "tp=8,batch=64")
+    assert r.exit_code == 2 and where in r.stderr and "expected a number" in r.stderr, r.output
+
+
+def test_a_yaml_boolean_for_the_expert_imbalance_exits_2(root, tmp_path):
+    f = _edited(root, tmp_path, "mixtral-8x7b.yaml", lambda d: d["training"].update(expert_imbalance=True))
+    r = invoke("estimate", f, "--hw", root / "examples/cluster-h100-64.yaml", "--plan", "ep=8")
+    assert r.exit_code == 2 and "training.expert_imbalance" in r.stderr, r.output
+
+
+def test_a_process_network_fix_of_an_unknown_stage_exits_2(root):
+    # the typo pinned nothing and check PASSed the unpinned best
+    for verb in ("suggest", "check"):
+        r = invoke(verb, root / "examples/subtitling.yaml", "--hw", "odroid-xu4", "--fix", "speech_to_text=dnn")
+        assert r.exit_code == 2 and "unknown stage" in r.stderr, r.output
