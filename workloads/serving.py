@@ -40,8 +40,8 @@ class _Strict(BaseModel):
 
 class _Dist(_Strict):
     dist: Literal["lognormal", "uniform", "fixed"]
-    mean: Optional[float] = Field(default=None, gt=0, le=MAX_TOKENS, strict=False)
-    p99: Optional[float] = Field(default=None, gt=0, le=MAX_TOKENS, strict=False)
+    mean: Optional[float] = Field(default=None, ge=1, le=MAX_TOKENS, strict=False)  # tokens (0.5 was priced as 0)
+    p99: Optional[float] = Field(default=None, ge=1, le=MAX_TOKENS, strict=False)
     min: Optional[int] = Field(default=None, ge=1, le=MAX_TOKENS)
     max: Optional[int] = Field(default=None, ge=1, le=MAX_TOKENS)
 
@@ -62,7 +62,8 @@ class _Precision(_Strict):
 class ServeFile(_Strict):
     isl: Union[int, _Dist]
     osl: Union[int, _Dist]
-    arrival_rate_per_s: Optional[float] = Field(default=None, gt=0, le=MAX_RATE, strict=False)
+    arrival_rate_per_s: Optional[float] = Field(default=None, ge=1e-6, le=MAX_RATE, strict=False)  # (1e-300: the
+    # arrival clock absorbed every latency, 0.0 µs)
     concurrency: Optional[int] = Field(default=None, ge=1, le=MAX_CONCURRENCY)
     slo: _Slo = Field(default_factory=_Slo)
     precision: _Precision = Field(default_factory=_Precision)
@@ -184,8 +185,9 @@ def _length(v: Union[int, _Dist], key: str, file: str | None) -> LengthDist:
         return LengthDist("uniform", (v.min + v.max) / 2.0, v.min + 0.99 * (v.max - v.min), v.min, v.max)
     if v.mean is None or v.p99 is None or v.min is not None or v.max is not None:
         raise SpecError("a lognormal length has 'mean' and 'p99' (only)", key=key, file=file)
-    if v.p99 < v.mean:
-        raise SpecError(f"p99={v.p99:g} is below mean={v.mean:g}", key=key, file=file)
+    if v.p99 <= v.mean:  # (the request simulator draws from p99 > mean; equal was priced, then refused there)
+        raise SpecError(f"p99={v.p99:g} must be above mean={v.mean:g}", key=key, file=file,
+                        hint="a fixed length: {dist: fixed, mean: …}")
     if math.log(v.p99 / v.mean) > Z99 * Z99 / 2.0:  # no lognormal has a larger p99/mean (derived from σ's root)
         raise SpecError(f"p99/mean = {v.p99 / v.mean:.1f} exceeds {math.exp(Z99 * Z99 / 2):.1f}, the largest a "
                         "lognormal has", key=key, file=file, hint="lower p99 or raise mean")
