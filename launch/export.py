@@ -53,6 +53,13 @@ def export_serving(workload: Any, cluster: Any, serving: Any, deployment: Any, t
     c = load_cluster(cluster)
     s = load_serving(serving)
     d = deployment if isinstance(deployment, Deployment) else parse_deployment(deployment, c.n_devices)
+    from parplan.errors import SpecError
+    from parplan.models.serving import estimate_serving
+
+    e = estimate_serving(w, c, s, d)
+    if not e.fits:  # a launcher for a deployment whose weights and cache exceed the devices cannot start
+        raise SpecError(f"the deployment {d.to_string()} does not fit: {'; '.join(e.reasons)}", key="--deployment",
+                        hint="parplan suggest --serve lists the deployments that fit")
     job = make_serve_job(to, w, c, s, d, catalog_id=_catalog_ids().get(w.name))
     return importlib.import_module(f"parplan.launch.{to}").export(job)
 

@@ -11,6 +11,7 @@ replicas: docs/serving/distributed_serving.md (a Ray cluster over the replica's 
 """
 from __future__ import annotations
 
+from parplan.errors import SpecError
 from parplan.launch.common import LaunchConfig
 from parplan.launch.serve_common import (BASE_PORT, ROUTER_PORT, ServeJob, cmd_lines, continued, dispatch, header, per_rank,
                                          memory_fraction, pool_limits, preamble, serve_refuse, urls)
@@ -44,6 +45,9 @@ def pool_flags(job: ServeJob, index: int) -> list[tuple[str, object]]:
         f.append(("--enable-expert-parallel", None))  # expert_parallel_deployment.md
     f.append(("--max-num-seqs", per_rank(seqs, pool.attn_dp)))  # engine_args.md: sequences per iteration
     if pool.chunk_tokens:
+        if per_rank(tokens, pool.attn_dp) < per_rank(seqs, pool.attn_dp):  # vLLM refuses a token budget below
+            raise SpecError(f"chunk={pool.chunk_tokens} is below batch={seqs}: vLLM needs --max-num-batched-tokens ≥ "
+                            "--max-num-seqs", key="--deployment", hint=f"chunk ≥ {seqs}, or a smaller batch")
         f += [("--enable-chunked-prefill", None),  # engine_args.md
               ("--max-num-batched-tokens", per_rank(tokens, pool.attn_dp))]
     else:

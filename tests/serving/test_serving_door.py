@@ -105,3 +105,11 @@ def test_a_deployment_that_does_not_fit_prints_no_latency(root):
 
     rec = json.loads(runner.invoke(app, ["estimate", *args, "--format", "json"]).stdout)["plans"][0]
     assert rec["ttft_p50_s"] is None and rec["tokens_per_s"] is None
+
+
+@pytest.mark.parametrize("deployment, needle", [("tp=1,batch=64,replicas=8", "does not fit"),
+                                                ("tp=8,batch=64,chunk=1", "--max-num-batched-tokens")])
+def test_export_refuses_launchers_that_cannot_start(root, deployment, needle):
+    r = runner.invoke(app, ["export", "llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml"),
+                            "--deployment", deployment, "--to", "vllm"])
+    assert r.exit_code == 2 and needle in r.stderr, r.output
