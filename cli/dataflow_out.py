@@ -8,8 +8,9 @@ tolerance); 2 bad input (``SpecError``, one line on stderr).
 from __future__ import annotations
 
 from parplan.cli.common import Format, human_s, table_width
-from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, parts_table, searched_plan, unread)
+from parplan.cli.family_verbs import (check_bounds, check_failed_nothing_fits, check_tolerance, csv_text,
+                                      finish_check, finish_result, finish_simulate, finish_validate, fix_pairs,
+                                      parts_table, searched_plan, unread)
 from parplan.errors import SpecError
 
 FAMILY = "dataflow"
@@ -144,7 +145,12 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=Non
                              lambda r: (max_time_s is None or r["total_s"] <= max_time_s)
                              and (min_throughput is None or 1.0 / r["total_s"] >= min_throughput),
                              lambda r: ",".join(f"{k}={r[k]}" for k in FIX_KEYS))
-    e = api_estimate(model, hw, plan)
+    from parplan.errors import NothingFits
+
+    try:
+        e = api_estimate(model, hw, plan)
+    except NothingFits as err:  # no mapping fits: the requirement is not met (exit 1), the input is fine
+        check_failed_nothing_fits(fmt, output, err)
     results = []
     if max_time_s is not None:
         results.append(("latency", e.total_s, max_time_s, e.total_s <= max_time_s, "≤"))

@@ -140,6 +140,20 @@ def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value", choices=None) 
     return out
 
 
+def check_failed_nothing_fits(fmt, output, err) -> None:
+    """check's FAIL (exit 1) when the search finds no plan that fits: the input is valid, the requirement unmet."""
+    import typer
+
+    from parplan.cli.common import EXIT_CHECK_FAILED, emit, to_json
+
+    if fmt_name(fmt) == "json":
+        emit(to_json({"ok": False, "plan": None, "reasons": [err.message], "hint": err.hint, "requirements": []}),
+             output, "check as JSON")
+    else:
+        emit(f"FAIL  {err.message}" + (f" ({err.hint})" if err.hint else ""), output, "check")
+    raise typer.Exit(EXIT_CHECK_FAILED)
+
+
 def searched_plan(rows, meets, plan_of) -> str:
     """The plan check judges when no --plan is given: the first of the family's ranked ``rows`` (every plan, --fix
     applied) that ``meets`` every bound, else the best one (which then FAILs, showing by how much) — as the

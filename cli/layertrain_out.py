@@ -7,8 +7,9 @@ tolerance); 2 bad input (``SpecError``).
 from __future__ import annotations
 
 from parplan.cli.common import Format, gib, human_s, table_width
-from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, parts_table, searched_plan, unread)
+from parplan.cli.family_verbs import (check_bounds, check_failed_nothing_fits, check_tolerance, csv_text,
+                                      finish_check, finish_result, finish_simulate, finish_validate, fix_pairs,
+                                      parts_table, searched_plan, unread)
 
 FAMILY = "layer-training"
 _SHORT = {"forward_s": "fwd", "backward_s": "bwd", "mp_comm_s": "mp", "transition_s": "trans",
@@ -91,9 +92,15 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=Non
     check_bounds(max_time_s, min_throughput)
     from parplan.layertrain import estimate as api_estimate, suggest as api_suggest
 
+    from parplan.errors import NothingFits
+
     if plan is None:
         fixed = fix_pairs(fix, ("method", "workers", "bits"), ints=("workers", "bits"))
-        plan = searched_plan(api_suggest(model, hw, fix=fixed, top=0, objective="time").rows,
+        try:
+            rows = api_suggest(model, hw, fix=fixed, top=0, objective="time").rows
+        except NothingFits as err:  # no plan fits the workers' memory: unmet (exit 1), not bad input
+            check_failed_nothing_fits(fmt, output, err)
+        plan = searched_plan(rows,
                              lambda r: r["fits"] and (max_time_s is None or r["iteration_s"] <= max_time_s)
                              and (min_throughput is None or r["samples_per_s"] >= min_throughput), lambda r: r["plan"])
     e = api_estimate(model, hw, plan)

@@ -142,6 +142,11 @@ class SpecError(ParplanError, ValueError):
         return self.render()
 
 
+class NothingFits(SpecError):
+    """The input is valid, but no plan of its space fits the hardware: ``check`` FAILs on it (exit 1, as when no
+    plan meets a bound), the other verbs report it like bad input (exit 2)."""
+
+
 def closest(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
     """Closest catalog ids / keys to a misspelled ``word`` (difflib ratio ≥ 0.5)."""
     word = str(word)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parplan.errors import SpecError
+from parplan.errors import NothingFits, SpecError
 from parplan.models.dataflow import evaluate_nest, mapping_doc, mapping_estimate, require_cores
 from parplan.models.dataflow_energy import evaluate_mappings, fanouts, storage_view
 from parplan.models.dataflow_price import SearchPricer
@@ -135,7 +135,7 @@ def search_mappings(spec, dsp, *, top: int = 10, objective: str = "latency", max
     pricer = SearchPricer(problem, levels, mac_inst, mac_e, space.spatial_levels)
     X, pos, val, tie, seen = explore(space, pricer, key, dsp.clock_hz, rng, max_mappings, trace)
     if not np.isfinite(val).any():
-        raise SpecError(f"none of {seen:,} mappings tried fits {dsp.name} (every one overflows a level or a "
+        raise NothingFits(f"none of {seen:,} mappings tried fits {dsp.name} (every one overflows a level or a "
                         "fan-out)", key="problem", hint="a larger device or smaller dimensions fit")
     ok = np.isfinite(val)
     T, S, perm = ranked_distinct(space, X[:, ok], pos[:, :, ok], val[ok], tie[ok], top)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parplan.errors import SpecError
+from parplan.errors import NothingFits, SpecError
 from parplan.models.layertrain import (efficiency, estimate_plan, evaluate_hybrid, modes_string, modes_vector,
                                        trainable)
 from parplan.models.layertrain_terms import blocking_exchange, hybrid_terms
@@ -218,7 +218,7 @@ def search(spec, hw, *, objective: str = "time", fix: "dict | None" = None, top:
         uniq.sort(key=lambda r: (r["memory_bytes"], r["iteration_s"]))
     if not any(r["fits"] for r in uniq):
         low = min(r["memory_bytes"] for r in uniq)
-        raise SpecError(f"no plan fits {cap / 2**30:.1f} GiB per worker (the smallest needs {low / 2**30:.1f} GiB)",
+        raise NothingFits(f"no plan fits {cap / 2**30:.1f} GiB per worker (the smallest needs {low / 2**30:.1f} GiB)",
                         key="job.batch_per_worker", hint="lower batch_per_worker, use more workers or fp16")
     out = uniq if top == 0 else uniq[:top]
     for i, r in enumerate(out, 1):

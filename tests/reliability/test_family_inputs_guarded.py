@@ -81,3 +81,14 @@ def test_validate_with_nothing_simulated_is_not_a_pass(root, tmp_path):
     w.write_text(yaml.safe_dump(doc), encoding="utf-8")
     r = runner.invoke(app, ["validate", str(w), "--hw", str(root / "examples/epyc-2s.yaml")])
     assert r.exit_code == 2 and "no case could be simulated" in r.output, r.output
+
+
+def test_check_fails_when_no_plan_fits(tmp_path):
+    # exit 2 said "bad input" for a valid file whose every plan overflows the hardware: a CI gate could not tell
+    doc = {"family": "layer-training", "name": "lt-huge", "layers": [
+        {"name": "fc1", "kind": "fc", "params": 1e9, "flops_per_sample": 2e9, "in_elems": 1e5, "out_elems": 1e4}],
+        "job": {"batch_per_worker": 1000000000}}
+    w = tmp_path / "w.yaml"
+    w.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    r = runner.invoke(app, ["check", str(w), "--hw", "v100-pcie3-8"])
+    assert r.exit_code == 1 and r.stdout.startswith("FAIL  no plan fits"), r.output
