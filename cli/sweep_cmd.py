@@ -2,7 +2,8 @@
 
 Exit codes: 0 the table was written (cells where nothing fits, or the planner refused, are rows with status
 ``infeasible`` / ``error`` and their reason — data, not failures); 2 bad input (a list, a size, a file, an option,
-more cells than --max-cells, an unreachable Dask scheduler), before any cell is searched; 130 interrupted (the
+more cells than --max-cells, an unreachable Dask scheduler), before any cell is searched, or every cell an ``error``
+(the table is still written, the first message printed); 130 interrupted (the
 finished cells are in the output: the same command resumes).
 """
 from __future__ import annotations
@@ -107,4 +108,8 @@ def register(app: typer.Typer) -> None:
             err.print(f"sweep: {st.cells:,} cells ({reused}{st.computed:,} computed {where}) in {st.wall_s:.2f} s: "
                       f"{st.ok:,} ok, {st.infeasible:,} infeasible, {st.error:,} error")
             err.print(f"wrote {one_line(output)} ({st.rows:,} rows)")
+        if st.cells and st.error == st.cells:  # every cell failed: the table holds no answer (it exited 0)
+            first = df.loc[df["status"] == "error", "message"].iloc[0] if "status" in df else "see the table"
+            raise SpecError(f"every cell of the sweep failed; the first: {one_line(str(first))}", key="sweep",
+                            hint=f"the messages are in {one_line(output)}") from None
 
