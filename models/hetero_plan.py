@@ -40,6 +40,7 @@ class HeteroPlan:
     recompute: str = "none"
     sp: bool = False
     label: str = ""
+    source_file: "str | None" = None  # the plan file it was read from (its errors name it)
 
     def devices_per_group(self, n_groups: int) -> list[int]:
         used = [0] * n_groups
@@ -65,6 +66,16 @@ class HeteroPlan:
 
 
 def validate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> None:
+    """The plan's rules on this workload and cluster; an error names the plan file it came from."""
+    try:
+        _validate_hetero(workload, cluster, plan)
+    except SpecError as err:
+        if err.file is not None or plan.source_file is None:
+            raise
+        raise SpecError(err.message, file=plan.source_file, key=err.key, allowed=err.allowed, hint=err.hint) from None
+
+
+def _validate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> None:
     mdl, job = workload.model, workload.training
     L = mdl.layers
     if plan.recompute not in RECOMPUTE:
@@ -84,9 +95,12 @@ def validate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> N
             if not 0 <= s.group < len(cluster.groups):
                 raise SpecError(f"group {s.group} does not exist (cluster has {len(cluster.groups)})",
                                 key=f"pipelines[{k}].stages[{i}].group")
-            if s.first_layer != pos or s.last_layer <= s.first_layer:
-                raise SpecError(f"layers must be contiguous and non-empty: stage starts at {s.first_layer}, "
-                                f"expected {pos}", key=f"pipelines[{k}].stages[{i}].layers")
+            if s.last_layer <= s.first_layer:
+                raise SpecError(f"layers [{s.first_layer}, {s.last_layer}) hold no layer: a stage needs at least one",
+                                key=f"pipelines[{k}].stages[{i}].layers")
+            if s.first_layer != pos:
+                raise SpecError(f"layers must be contiguous: the stage starts at {s.first_layer}, the previous one "
+                                f"ended at {pos}", key=f"pipelines[{k}].stages[{i}].layers")
             if plan.tp > cluster.groups[s.group].devices_per_node:
                 raise SpecError(f"tp={plan.tp} exceeds the {cluster.groups[s.group].devices_per_node} devices per node "
                                 f"of group {s.group}", key="tp")

@@ -80,7 +80,7 @@ def load_plan_file(path: str, cluster: Cluster) -> HeteroPlan:
             stages.append(StageSpec(g, st.layers[0], st.layers[1]))
         pipes.extend([PipelineSpec(tuple(stages), p.micro_batches)] * p.replicas)
     return HeteroPlan(pipelines=tuple(pipes), tp=pf.tp, mbs=pf.mbs, zero=pf.zero, recompute=pf.recompute, sp=pf.sp,
-                      label=pf.label or "plan file")
+                      label=pf.label or "plan file", source_file=str(path))
 
 
 def plan_to_yaml(plan: HeteroPlan, cluster: Cluster) -> str:

@@ -92,3 +92,13 @@ def test_check_fails_when_no_plan_fits(tmp_path):
     w.write_text(yaml.safe_dump(doc), encoding="utf-8")
     r = runner.invoke(app, ["check", str(w), "--hw", "v100-pcie3-8"])
     assert r.exit_code == 1 and r.stdout.startswith("FAIL  no plan fits"), r.output
+
+
+def test_plan_file_rule_errors_name_the_file_and_the_fault(tmp_path):
+    # "stage starts at 0, expected 0" for an empty stage, and no file name
+    pf = tmp_path / "pf.yaml"
+    pf.write_text(yaml.safe_dump({"tp": 8, "zero": 1, "sp": True, "pipelines": [{
+        "micro_batches": 128, "replicas": 1, "stages": [{"device": "a100-sxm-80gb", "layers": [0, 0]},
+                                                        {"device": "h100-sxm-80gb", "layers": [0, 80]}]}]}))
+    r = runner.invoke(app, ["estimate", "llama3-70b", "--hw", "mixed-h100-a100-64", "--plan-file", str(pf)])
+    assert r.exit_code == 2 and "pf.yaml" in r.stderr and "hold no layer" in r.stderr, r.output
