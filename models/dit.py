@@ -206,6 +206,9 @@ def parse_plan(text: "str | None", spec, c) -> dict:
                                               else c.dpn // plan["tp"])
     plan["r"] = max(plan["r"], 1)
     bad = problems(spec, c, plan)
+    if bad and not (text or "").strip():  # no --plan was given: the default does not apply to this model
+        raise SpecError(f"the default plan {plan_string(plan)} does not apply: {bad[0]}", key="--plan",
+                        hint="give --plan (parplan suggest lists the valid plans)")
     if bad:
         raise SpecError(f"plan {plan_string(plan)}: {bad[0]}", key="--plan")
     return plan

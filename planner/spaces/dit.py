@@ -73,8 +73,9 @@ def search(spec, cluster, *, fix: "dict | None" = None, top: int = 10, objective
     c = T.dit_context(spec, cluster)
     plans = enumerate_plans(spec, c, fix)
     if not plans:
-        raise SpecError(f"no valid plan for {spec.name} on {cluster.name} with these settings", key="--fix",
-                        hint="see docs/dit.md for the plan rules")
+        raise SpecError(f"no valid plan for {spec.name} on {cluster.name} with these settings",
+                        key="--fix" if fix else "search", hint="the workload's search: lists and the plan rules of "
+                        "docs/dit.md")
     P = plan_arrays(plans)
     t = layer_terms(spec, c, P)
     step = t["total_s"]
