@@ -141,7 +141,8 @@ def handle_errors(fn: Callable) -> Callable:
         except OSError as exc:
             if debug:
                 traceback.print_exc(file=sys.stderr)
-            raise fail(f"{getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}") from None
+            name = getattr(exc, "filename", "") or ""
+            raise fail(f"{name}: {exc.strerror or exc}" if name else str(exc.strerror or exc)) from None
 
     return wrapper
 
@@ -157,6 +158,8 @@ def emit(text: str, output: Path | None, what: str | None = None) -> None:
             output.write_text(body, encoding="utf-8")
         except ValueError:  # a NUL byte in the path
             raise SpecError(f"bad file name {short(str(output))}", key="--output") from None
+        except OSError as exc:  # a full disk reports no file name ("error: : No space left on device")
+            raise SpecError(f"cannot write {short(str(output))}: {exc.strerror or exc}", key="--output") from None
         size = len(body.encode("utf-8"))
         sys.stderr.write(f"wrote {one_line(what) + ' ' if what else ''}({size:,} bytes) to {one_line(output)}\n")
 

@@ -93,3 +93,13 @@ def test_a_process_network_fix_of_an_unknown_stage_exits_2(root):
     for verb in ("suggest", "check"):
         r = invoke(verb, root / "examples/subtitling.yaml", "--hw", "odroid-xu4", "--fix", "speech_to_text=dnn")
         assert r.exit_code == 2 and "unknown stage" in r.stderr, r.output
+
+
+def test_an_output_that_cannot_be_written_names_it():
+    # "error: : No space left on device"
+    import os
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full here")
+    r = invoke("estimate", "llama3-8b", "--hw", "dgx-h100-64", "--plan", "tp=8", "-o", "/dev/full")
+    assert r.exit_code == 2 and "--output: cannot write '/dev/full'" in r.stderr, r.output
