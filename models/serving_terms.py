@@ -109,7 +109,11 @@ def serving_context(workload, cluster, serving, engine_terms: dict | None = None
 
     group = cluster.group
     prec = math_precision(serving)
-    hw = hardware_context(group, prec, efficiency_for(group.device))
+    try:
+        hw = hardware_context(group, prec, efficiency_for(group.device))
+    except SpecError as err:  # the serve file's precision, not a training key
+        raise SpecError(err.message, key="precision.activations", allowed=err.allowed,
+                        hint="the serve file's precision: block sets the math (bf16 or fp8 activations)") from None
     eng = serving_file().engines[serving.engine]
     if engine_terms:
         from pydantic import ValidationError

@@ -103,3 +103,17 @@ def test_an_output_that_cannot_be_written_names_it():
         pytest.skip("no /dev/full here")
     r = invoke("estimate", "llama3-8b", "--hw", "dgx-h100-64", "--plan", "tp=8", "-o", "/dev/full")
     assert r.exit_code == 2 and "--output: cannot write '/dev/full'" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("option, value", [("--seq-len", "0"), ("--global-batch", "-64")])
+def test_overrides_are_judged_as_options(root, option, value):
+    # reported at a line of the workload file ("llama3-70b.yaml:4:3: training.seq_len"), which said 8192
+    r = invoke("estimate", root / "examples/llama3-70b.yaml", "--hw", root / "examples/cluster-h100-64.yaml",
+               "--plan", "tp=8", option, value)
+    assert r.exit_code == 2 and r.stderr.startswith(f"error: {option}:"), r.output
+
+
+def test_a_serving_precision_the_device_lacks_names_the_serve_key(root):
+    r = invoke("estimate", "llama3-70b", "--hw", "v100-nvlink-8", "--serve", root / "examples/serve-chat.yaml",
+               "--deployment", "tp=8,batch=64")
+    assert r.exit_code == 2 and "precision.activations" in r.stderr and "training." not in r.stderr, r.output
