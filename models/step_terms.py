@@ -316,8 +316,7 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     li_c = t_(lambda k: k.terms.interference)
     intf_c = li_c + dp_intf
     # attribute the remainder of m·t_max (kernel rounding in stage assembly) to compute_gemm so parts sum exactly
-    resid = m * t_max - (gemm_c + attn_c + memb_c + rc_c + tp_c + cp_c + p2p_c + fo_c + li_c + ep_c)
-    gemm_c = gemm_c + resid
+    gemm_c = gemm_c + (m * t_max - (gemm_c + attn_c + memb_c + rc_c + tp_c + cp_c + p2p_c + fo_c + li_c + ep_c))
     memb_c = memb_c + wcast  # once per step, outside the pipeline slots
 
     # --- FLOPs: model FLOPs (Megatron convention: non-causal attention, no recompute) and hardware FLOPs -----
