@@ -197,7 +197,8 @@ def register(app: typer.Typer) -> None:
             return verbs.simulate(model, hw, plan=plan, seed=seed, fmt=fmt, output=output, **given(
                 plan_file=plan_file, schedule=schedule, trace=trace, slowdown=slowdown, seq_len=seq_len,
                 global_batch=global_batch, precision=precision, framework=framework,
-                expert_imbalance=expert_imbalance, max_events=max_events, serve=serve, deployment=deployment))
+                expert_imbalance=expert_imbalance, max_events=max_events, serve=serve, deployment=deployment,
+                mode=None if mode == "auto" else mode, p2p=None if p2p == "blocking" else p2p))  # (were dropped)
         from parplan.cli.family_verbs import serve_door
 
         if serve is not None and (plan is not None or plan_file is not None):

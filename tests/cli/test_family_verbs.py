@@ -28,6 +28,8 @@ def test_unread_names_the_cli_flag():
     ["check", "examples/stencil.yaml", "--hw", "examples/epyc-2s.yaml", "--min-mfu", "0.5"],
     ["simulate", "examples/stencil.yaml", "--hw", "examples/epyc-2s.yaml", "--schedule", "gpipe"],
     ["suggest", "examples/stencil.yaml", "--hw", "examples/epyc-2s.yaml", "--objective", "memory"],
+    ["simulate", "examples/stencil.yaml", "--hw", "examples/epyc-2s.yaml", "--mode", "bogus"],  # (were dropped)
+    ["simulate", "examples/stencil.yaml", "--hw", "examples/epyc-2s.yaml", "--p2p", "async"],
 ])
 def test_task_graph_verbs_refuse_options_they_do_not_read(root, monkeypatch, args):
     monkeypatch.chdir(root)
