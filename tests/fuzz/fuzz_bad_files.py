@@ -142,8 +142,9 @@ BAD += [
                                           "c.yaml": C}, ("w.yaml:11:3", "architecture.shared_experts")),
     case("cli-seq-len-1e30", EST + ("--seq-len", "1" + "0" * 30), wl(W), ("training.seq_len", "16,777,216")),
     case("cli-global-batch-1e30", EST + ("--global-batch", "1" + "0" * 30), wl(W), ("training.global_batch",)),
-    case("cli-global-batch-zero", EST + ("--global-batch", "0"), wl(W), ("training.global_batch",)),
-    case("cli-seq-len-negative", EST + ("--seq-len=-1",), wl(W), ("training.seq_len",)),
+    # an override is judged as the option the user typed (it was reported at a line of the file, which was valid)
+    case("cli-global-batch-zero", EST + ("--global-batch", "0"), wl(W), ("--global-batch", "must be ≥ 1")),
+    case("cli-seq-len-negative", EST + ("--seq-len=-1",), wl(W), ("--seq-len", "must be ≥ 1")),
     case("cli-global-batch-5000-digits", EST + ("--global-batch", HUGE_INT), wl(W), ("--global-batch", "…")),
 ]
 
