@@ -15,23 +15,26 @@ class ServingAgreement:
     analytical: dict  # KEYS → the model's value
     simulated: dict  # KEYS → the simulation's value
     sim: ServingSimulation
+    compared: tuple = KEYS  # the figures both sides have (no TPOT when no request decodes: osl 1)
 
     def diff(self, key: str) -> float:
-        """(analytical − simulated) / simulated; inf when the model says unbounded."""
+        """(analytical − simulated) / simulated; inf when the model says unbounded; 0 for a figure not compared."""
+        if key not in self.compared:
+            return 0.0
         a, s = self.analytical[key], self.simulated[key]
         if s <= 0:
             return 0.0 if a == s else float("inf")
         return (a - s) / s
 
     def ok(self, tolerance: float) -> bool:
-        return all(abs(self.diff(k)) <= tolerance for k in KEYS)
+        return all(abs(self.diff(k)) <= tolerance for k in self.compared)
 
     def row(self) -> dict:
         out = {"deployment": self.deployment, "mode": self.mode}
         for k in KEYS:
             out[f"analytical_{k}"] = self.analytical[k]
             out[f"simulated_{k}"] = self.simulated[k]
-            out[f"diff_{k}"] = self.diff(k)
+            out[f"diff_{k}"] = self.diff(k) if k in self.compared else None
         out.update({"simulated_tpot_p99_s": self.sim.tpot_s.p99, "simulated_itl_p99_s": self.sim.itl_s.p99,
                     "preemptions": self.sim.preemptions, "saturated": self.sim.saturated,
                     "requests": self.sim.n_requests, "warmup": self.sim.warmup})
@@ -56,4 +59,4 @@ def compare_serving(workload, cluster, serving, deployment, *, n_requests: int =
                     "output_tokens_per_s": e.output_tokens_per_s},
         simulated={"ttft_p50_s": s.ttft_s.p50, "ttft_p99_s": s.ttft_s.p99, "tpot_s": s.tpot_s.p50,
                    "output_tokens_per_s": s.output_tokens_per_s},
-        sim=s)
+        sim=s, compared=KEYS if float(serving.osl.p99) > 1.0 else tuple(k for k in KEYS if k != "tpot_s"))

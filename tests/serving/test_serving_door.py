@@ -113,3 +113,15 @@ def test_export_refuses_launchers_that_cannot_start(root, deployment, needle):
     r = runner.invoke(app, ["export", "llama3-70b", "--hw", HW, "--serve", str(root / "examples/serve-chat.yaml"),
                             "--deployment", deployment, "--to", "vllm"])
     assert r.exit_code == 2 and needle in r.stderr, r.output
+
+
+def test_one_output_token_has_no_time_per_output_token(tmp_path):
+    # validate printed "+inf %" for TPOT (the simulator has none), and check judged a TPOT SLO on a decode never run
+    import yaml
+
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"isl": 2048, "osl": 1, "concurrency": 8, "slo": {"tpot_s": 0.05}}), encoding="utf-8")
+    args = ["llama3-70b", "--hw", HW, "--serve", str(f), "--deployment", "tp=8,batch=64"]
+    r = runner.invoke(app, ["validate", *args, "--requests", "100"])
+    assert "no decode (osl 1)" in r.stdout and "inf" not in r.stdout, r.output
+    assert runner.invoke(app, ["check", *args]).exit_code == 0
