@@ -53,10 +53,11 @@ def unread(extra: dict, family: str = "this family") -> None:
     """Options a family handler does not read: an error when any was set (exit 2), naming them."""
     bad = [_flag(k) for k, v in extra.items() if _given(v)]
     if bad:
+        read = [f for f in ("--plan", "--fix", "--top", "--objective", "--max-step-time-s", "--min-tokens-per-s",
+                            "--tolerance", "--format", "--output") if f not in bad]  # (not the one refused here)
         raise SpecError(f"{', '.join(bad)} {'does' if len(bad) == 1 else 'do'} not apply to {family} workloads",
-                        hint="the family reads --plan, --fix, --top, --objective, --max-step-time-s, "
-                             "--min-tokens-per-s (its own throughput unit), --tolerance, --format, --output — "
-                             "see docs/families.md")
+                        hint=f"the family's verbs read {', '.join(read)} (each verb its own; --min-tokens-per-s in "
+                             "the family's throughput unit) — see docs/families.md")
 
 
 # --- what every family's handlers print alike ----------------------------------------------------------------------
