@@ -141,6 +141,10 @@ def register(app: typer.Typer) -> None:
         check_precision(precision)
         check_framework(framework)
         if (plan is None) == (plan_file is None):
+            if plan is None:  # a broken workload file says so first (an empty one was blamed on --plan)
+                from parplan.workloads.loader import load_workload
+
+                load_workload(model, seq_len=seq_len, global_batch=global_batch, precision=precision)
             raise SpecError("give exactly one of --plan or --plan-file", key="--plan")
         if plan_file is not None:
             import pandas as pd

@@ -226,6 +226,8 @@ def register(app: typer.Typer) -> None:
         if trace is not None:  # a trace holds every event once more while it is written
             limit = max(1, int(limit * TRACE_SHARE))
         if (plan is None) == (plan_file is None):
+            if plan is None:  # a broken workload file says so first (an empty one was blamed on --plan)
+                _load(model, hw, seq_len, global_batch, precision, framework, expert_imbalance)
             raise SpecError("give exactly one of --plan or --plan-file (multi-group clusters)", key="--plan")
         w, c = _load(model, hw, seq_len, global_batch, precision, framework, expert_imbalance)
         if not c.is_homogeneous or plan_file is not None:

@@ -117,3 +117,12 @@ def test_a_serving_precision_the_device_lacks_names_the_serve_key(root):
     r = invoke("estimate", "llama3-70b", "--hw", "v100-nvlink-8", "--serve", root / "examples/serve-chat.yaml",
                "--deployment", "tp=8,batch=64")
     assert r.exit_code == 2 and "precision.activations" in r.stderr and "training." not in r.stderr, r.output
+
+
+@pytest.mark.parametrize("text", ["", "{}\n"])
+@pytest.mark.parametrize("verb", ["estimate", "simulate"])
+def test_a_broken_workload_file_is_reported_before_the_missing_plan(tmp_path, text, verb):
+    f = tmp_path / "w.yaml"
+    f.write_text(text, encoding="utf-8")
+    r = invoke(verb, f, "--hw", "dgx-h100-64")
+    assert r.exit_code == 2 and "w.yaml" in r.stderr and "--plan" not in r.stderr.split(":")[1], r.output
