@@ -146,12 +146,13 @@ def agreement(model, hw_ref, *, plans: "list[str] | None" = None) -> list[dict]:
 
     spec = load_layertrain(model)
     hw = train_hw(load_cluster(hw_ref), spec.job.dtype)
-    if plans is None:
+    if plans is None:  # (2 workers where the devices and layers allow: 2 was asked of a one-device cluster)
         if spec.admm is not None:
-            ws = sorted({2, min(hw.n_devices, len([r for r in spec.rows if r[1] != "graph"]))})
+            most = min(hw.n_devices, len([r for r in spec.rows if r[1] != "graph"]))
+            ws = sorted({min(2, most), most})
             plans = [f"method=admm,workers={w},bits={b}" for w in ws for b in (32, 8)]
         else:
-            ks = sorted({2, hw.n_devices})
+            ks = sorted({min(2, hw.n_devices), hw.n_devices})
             plans = [f"workers={k},modes={m}" for k in ks for m in ("dp", "hybrid", "mp")]
     rows = []
     for text in plans:
