@@ -181,6 +181,11 @@ def search(spec, hw, *, objective: str = "time", fix: "dict | None" = None, top:
     bad = set(fix) - {"workers", "bits"}
     if bad:
         raise SpecError(f"cannot fix {sorted(bad)}", key="--fix", allowed=["method", "workers", "bits"])
+    if method == "admm" and any(r[1] == "conv" for r in spec.rows):  # the estimate refuses these plans
+        raise SpecError("method=admm trains MLP / GA-MLP chains (S26), not convolutional networks",
+                        key="--fix method", allowed=["hybrid"])
+    if method != "admm" and "bits" in fix:  # a hybrid search has no bits: the pin held nothing
+        raise SpecError("bits applies to method=admm", key="--fix bits")
     cap = hw.memory_bytes if memory_cap is None else memory_cap
     ks = [int(fix["workers"])] if "workers" in fix else None
     rows, n, exact = [], 0, True

@@ -102,3 +102,11 @@ def test_plan_file_rule_errors_name_the_file_and_the_fault(tmp_path):
                                                         {"device": "h100-sxm-80gb", "layers": [0, 80]}]}]}))
     r = runner.invoke(app, ["estimate", "llama3-70b", "--hw", "mixed-h100-a100-64", "--plan-file", str(pf)])
     assert r.exit_code == 2 and "pf.yaml" in r.stderr and "hold no layer" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("fix, needle", [("method=admm", "not convolutional"), ("bits=8", "bits applies")])
+def test_layer_training_pins_the_estimate_would_refuse_exit_2(root, fix, needle):
+    # suggest recommended ADMM plans for VGG-16 that estimate then refused; bits=8 on a hybrid search held nothing
+    r = runner.invoke(app, ["suggest", str(root / "examples/vgg16-splitbrain.yaml"), "--hw", "v100-eth10-4",
+                            "--fix", fix])
+    assert r.exit_code == 2 and needle in r.output, r.output
