@@ -158,6 +158,12 @@ def mapping_estimate(spec, dsp, T, S, perm, *, plan_doc: "dict | None" = None, p
         eparts[f"{lv.name}_j"] = float(o["level_j"][0, l])
         by[f"{lv.name}_bytes"] = float((o["reads"][0, l] + o["writes"][0, l]) * o["util"][0, l] * lv.word_bits / 8)
     notes = []
+    from parplan.workloads.dataflow_kernels import DTYPE_BYTES
+
+    bits = 8 * DTYPE_BYTES.get(problem.dtype, 0)
+    if bits and any(lv.word_bits != bits for lv in levels):  # the architecture's words set the precision (Timeloop)
+        notes.append(f"the problem's {problem.dtype} is priced in the architecture's words "
+                     f"({', '.join(sorted({f'{lv.word_bits}-bit' for lv in levels}))}): a word per value")
     if parts["bandwidth_s"] > 0:
         notes.append(f"bandwidth-bound at {levels[worst].name}")
     if dsp.derived_storage and not dsp.mac_energy_j:

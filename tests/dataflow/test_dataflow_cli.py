@@ -127,3 +127,11 @@ def test_a_level_mapped_twice_exits_2(root, tmp_path):
     f.write_text(yaml.safe_dump(doc), encoding="utf-8")
     r = invoke("estimate", f, "--hw", root / "examples/dataflow-t1-arch.yaml")
     assert r.exit_code == 2 and "two mapping entries" in r.stderr, r.output
+
+
+def test_a_problem_dtype_the_words_do_not_match_is_noted(tmp_path):
+    # fp64 on the 16-bit Eyeriss priced exactly like int8, silently
+    f = tmp_path / "p.yaml"
+    f.write_text("family: dataflow\nname: p\nproblem: {shape: conv2d, dims: {C: 4, K: 4}, dtype: fp64}\n")
+    r = invoke("estimate", f, "--hw", "eyeriss-168")
+    assert r.exit_code == 0 and "fp64 is priced in the architecture's words (16-bit)" in r.stdout, r.output
