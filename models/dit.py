@@ -182,7 +182,12 @@ def problems(spec, c, p: dict) -> list:
 def parse_plan(text: "str | None", spec, c) -> dict:
     """``sp=usp,u=8,r=2,tp=1,dp=1,comm=two-sided,chunks=1``; defaults: usp over the whole cluster (u = a node,
     r = the nodes), tp 1, dp 1, two-sided, 1 chunk."""
-    plan = {"sp": "usp", "u": 0, "r": 0, "tp": 1, "dp": 1, "comm": "two-sided", "chunks": 1}
+    def first(default, values):  # a default the workload's search lists hold (its first value otherwise)
+        values = list(values or ())
+        return default if not values or default in values else values[0]
+
+    plan = {"sp": first("usp", spec.sp), "u": 0, "r": 0, "tp": first(1, spec.tp), "dp": 1,
+            "comm": first("two-sided", spec.comm), "chunks": first(1, spec.chunks)}
     for key, val in plan_pairs(text, PLAN_KEYS):
         if key in ("sp", "comm"):
             allowed = SP_KINDS if key == "sp" else COMMS

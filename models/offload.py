@@ -190,8 +190,9 @@ def parse_plan(text: "str | None", spec, node) -> dict:
     """``place=tesla-k40+tesla-k40+cpu,resident=true,chunks=1,api=actor,n=1e6``; ``place`` with one value puts every
     stage there.  Defaults: every stage on the first accelerator, resident, one chunk, the first API, the largest n."""
     L = len(spec.kernels)
-    plan = {"place": tuple([node.accelerators[0].id] * L), "resident": True, "chunks": 1, "api": spec.apis[0],
-            "n": float(max(spec.sizes))}
+    plan = {"place": tuple([node.accelerators[0].id] * L), "resident": True,
+            "chunks": 1 if 1 in spec.chunks else int(spec.chunks[0]),  # (a default the file's search holds)
+            "api": spec.apis[0], "n": float(max(spec.sizes))}
     ids = ["cpu"] + [a.id for a in node.accelerators]
     for key, val in plan_pairs(text, PLAN_KEYS):
         if key == "place":
