@@ -181,6 +181,19 @@ def workload_from_dict(data: Any, file: str | None = None, base_dir: Path | None
 
 
 def _workload_from_dict(data: Any, file: str | None, base_dir: Path | None, **overrides: Any) -> Workload:
+    fam = data.get("family") if isinstance(data, dict) else None
+    if fam is not None:  # another family's own file reached a transformer command ("unknown key 'family'")
+        from parplan.workloads.registry import family_names
+
+        names = family_names()
+        if isinstance(fam, str) and fam in ("dense-transformer", "moe-transformer"):
+            pass  # the transformer families' own key: the schema below says what else is needed
+        elif isinstance(fam, str) and fam in names:
+            raise SpecError(f"a {fam} workload: this command plans transformer workloads (model / architecture / "
+                            "hf_config)", file=file, key="family",
+                            hint=f"the {fam} family's verbs: parplan estimate|suggest|check|simulate|validate")
+        else:
+            raise SpecError(f"bad value {fam!r}: family is one name", file=file, key="family", allowed=names)
     wf = validate(WorkloadFile, data, file=file)
     given = [k for k in ("model", "architecture", "hf_config") if getattr(wf, k) is not None]
     if len(given) != 1:

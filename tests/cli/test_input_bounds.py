@@ -126,3 +126,16 @@ def test_a_broken_workload_file_is_reported_before_the_missing_plan(tmp_path, te
     f.write_text(text, encoding="utf-8")
     r = invoke(verb, f, "--hw", "dgx-h100-64")
     assert r.exit_code == 2 and "w.yaml" in r.stderr and "--plan" not in r.stderr.split(":")[1], r.output
+
+
+@pytest.mark.parametrize("args", [
+    ("export", "examples/kv-store.yaml", "--hw", "smr-3x-16c-10gbe", "--plan", "scheme=psmr", "--to", "megatron"),
+    ("sweep", "--models", "examples/dit-flux-64k.yaml", "--hw", "h100-sxm-80gb:2x8", "--quiet"),
+])
+def test_another_familys_file_in_a_transformer_command_says_so(root, tmp_path, args):
+    # "unknown key 'family' (allowed: architecture, hf_config, model, name, training)"
+    args = tuple(str(root / a) if a.startswith("examples/") else a for a in args)
+    if args[0] == "sweep":
+        args += ("-o", str(tmp_path / "s.csv"))
+    r = invoke(*args)
+    assert r.exit_code == 2 and "this command plans transformer workloads" in r.stderr, r.output
