@@ -162,8 +162,13 @@ def parse_variant(text: str, spec, platform) -> list:
     if unknown:
         raise SpecError(f"unknown stage {unknown[0]!r}", key="--plan", allowed=names)
     out = []
+    types = platform.type_names()
     for s in spec.stages:
-        v = items.get(s.name, f"{s.alternatives[0].name}x{s.r_min}@{(s.core_types or platform.type_names())[0]}")
+        usable = [t for t in (s.core_types or types) if t in types]
+        if s.core_types and not usable:  # the file's core_types, not a --plan (it blamed --plan, "allowed: gpu")
+            raise SpecError(f"stage {s.name} can run on none of {platform.name}'s core types",
+                            key=f"stages.{s.name}.core_types", allowed=types)
+        v = items.get(s.name, f"{s.alternatives[0].name}x{s.r_min}@{usable[0]}")
         m = re.match(r"^(.+)x(\d+)(?:@(.+))?$", v)
         if m is None:
             raise SpecError(f"stage {s.name}: bad variant {v!r} (write ALTERNATIVExR@CORE, e.g. "
@@ -180,8 +185,7 @@ def parse_variant(text: str, spec, platform) -> list:
             raise SpecError(f"stage {s.name}: replicas {r} outside [{s.r_min}, {s.r_max}]", key="--plan")
         core = core or platform.type_names()[0]
         if core not in platform.type_names() or (s.core_types and core not in s.core_types):
-            raise SpecError(f"stage {s.name}: core type {core!r} not allowed", key="--plan",
-                            allowed=list(s.core_types or platform.type_names()))
+            raise SpecError(f"stage {s.name}: core type {core!r} not allowed", key="--plan", allowed=usable)
         out.append((alts.index(alt), r, platform.type_names().index(core)))
     return out
 
