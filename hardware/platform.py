@@ -30,8 +30,8 @@ class _Strict(BaseModel):
 class CoreTypeEntry(_Strict):
     name: Name
     count: int = Field(gt=0, le=4096)
-    clock_ghz: float = Field(gt=0, le=10, strict=False)
-    relative_speed: float = Field(gt=0, le=1000, strict=False)
+    clock_ghz: float = Field(ge=1e-3, le=10, strict=False)
+    relative_speed: float = Field(ge=1e-3, le=1000, strict=False)  # (5e-324: inf latency, nan energy)
     power_active: Union[str, float, int]
     power_idle: Union[str, float, int]
     source: Optional[str] = None
