@@ -269,7 +269,11 @@ def parse_deployment(text: str, n_devices: int) -> Deployment:
     body, knob_parts = parts[0], parts[1:]
     knobs: dict = {}
     for kp in knob_parts:
-        knobs.update(_knobs(kp))
+        new = _knobs(kp)
+        twice = sorted(set(new) & set(knobs))
+        if twice:  # across ';' parts (within one part _pairs refuses it): the last one silently won
+            raise SpecError(f"knob {twice[0]!r} given twice", key="deployment")
+        knobs.update(new)
     pools: list[Pool] = []
     explicit = True
     if "(" in body:

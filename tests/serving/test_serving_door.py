@@ -125,3 +125,11 @@ def test_one_output_token_has_no_time_per_output_token(tmp_path):
     r = runner.invoke(app, ["validate", *args, "--requests", "100"])
     assert "no decode (osl 1)" in r.stdout and "inf" not in r.stdout, r.output
     assert runner.invoke(app, ["check", *args]).exit_code == 0
+
+
+def test_a_deployment_knob_given_twice_exits_2():
+    from parplan.errors import SpecError
+    from parplan.models.serving_plan import parse_deployment
+
+    with pytest.raises(SpecError, match="given twice"):  # the last one silently won
+        parse_deployment("tp=8,batch=64;spd_drop=0.5;spd_drop=0", 8)
