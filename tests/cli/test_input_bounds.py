@@ -139,3 +139,8 @@ def test_another_familys_file_in_a_transformer_command_says_so(root, tmp_path, a
         args += ("-o", str(tmp_path / "s.csv"))
     r = invoke(*args)
     assert r.exit_code == 2 and "this command plans transformer workloads" in r.stderr, r.output
+
+
+def test_a_token_budget_beyond_any_run_exits_2():
+    r = invoke("suggest", "llama3-8b", "--hw", "dgx-h100-64", "--objective", "time-to-train", "--token-budget", "1e30T")
+    assert r.exit_code == 2 and "--token-budget" in r.stderr, r.output
