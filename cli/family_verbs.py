@@ -131,10 +131,9 @@ def fix_pairs(fix, allowed, ints=(), sep_hint: str = "key=value", choices=None) 
         if k in out:
             raise SpecError(f"--fix {k} is given twice", key=f"--fix {k}", hint="give each key once")
         if k in ints:
-            try:
-                v = int(v)
-            except ValueError:
-                raise SpecError(f"bad value {v!r}: {k} is a whole number", key="--fix") from None
+            if not (v.isascii() and v.lstrip("+-").isdigit()):  # int() also reads "1_6", "٣" and "１６"
+                raise SpecError(f"bad value {v!r}: {k} is a whole number", key="--fix")
+            v = int(v)
         elif choices and k in choices and v not in choices[k]:
             raise SpecError(f"bad value {v!r}", key=f"--fix {k}", allowed=list(choices[k]))
         out[k] = v

@@ -18,6 +18,8 @@ def plan_pairs(text, keys) -> list:
         k, v = (x.strip() for x in part.split("=", 1))
         if k not in keys:
             raise SpecError(f"unknown plan key {short(k)}", key="--plan", allowed=keys, hint=did_you_mean(k, keys))
+        if not v.isascii():  # int() reads Arabic-Indic and full-width digits: "threads=٣" was 3 threads
+            raise SpecError(f"bad value {short(v)}: plan values are ASCII", key=f"--plan {k}")
         if any(k == k0 for k0, _ in out):
             raise SpecError(f"plan key {short(k)} is given twice", key=f"--plan {k}", hint="give each key once")
         out.append((k, v))

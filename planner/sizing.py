@@ -64,7 +64,7 @@ def parse_tokens(text, key: str = "--token-budget") -> float:
         value, unit = float(m.group(1)), m.group(2)
     out = value * _TOKENS[unit]
     if not (math.isfinite(out) and 1 <= out <= MAX_TOKENS):  # (1e30T was accepted: 10^12 times any run)
-        raise SpecError(f"bad value {text!r}: must be a number of tokens from 1 to {MAX_TOKENS:g}", key=key,
+        raise SpecError(f"bad value {text!r}: must be a finite number of tokens from 1 to {MAX_TOKENS:g}", key=key,
                         hint='write e.g. "15T", "300B" or 2e12')
     return out
 

@@ -144,3 +144,14 @@ def test_another_familys_file_in_a_transformer_command_says_so(root, tmp_path, a
 def test_a_token_budget_beyond_any_run_exits_2():
     r = invoke("suggest", "llama3-8b", "--hw", "dgx-h100-64", "--objective", "time-to-train", "--token-budget", "1e30T")
     assert r.exit_code == 2 and "--token-budget" in r.stderr, r.output
+
+
+@pytest.mark.parametrize("args", [
+    ("suggest", "examples/kv-store.yaml", "--hw", "smr-3x-16c-10gbe", "--fix", "threads=1_6"),
+    ("estimate", "examples/kv-store.yaml", "--hw", "smr-3x-16c-10gbe", "--plan", "threads=\u0663"),
+    ("estimate", "examples/kv-store.yaml", "--hw", "smr-3x-16c-10gbe", "--plan", "threads=\uff11\uff16"),
+])
+def test_numbers_are_ascii_digits(root, args):
+    # int() read "1_6" as 16, the Arabic-Indic three as 3 and full-width 16 as 16
+    r = invoke(*[str(root / a) if a.startswith("examples/") else a for a in args])
+    assert r.exit_code == 2, r.output
