@@ -197,6 +197,11 @@ def _show(ident: str) -> str:
             summary = _workload_summary(ident) if section == "workloads" else ""
             where = f"user catalog: {path}" if is_user(path) else f"{section}/{ident}.yaml"
             return f"# {where}\n" + summary + path.read_text(encoding="utf-8")
+    from parplan.cli.catalog_families import show_entry
+
+    family_file = show_entry(ident)
+    if family_file is not None:
+        return family_file
     every = device_ids() + link_ids() + workload_ids() + cluster_ids() + framework_ids()
     raise SpecError(f"unknown catalog id {ident!r}", hint=did_you_mean(ident, every) or "see `parplan catalog list`")
 

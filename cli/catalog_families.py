@@ -1,6 +1,6 @@
 """`parplan catalog list` sections of the families with their own hardware kinds (task graphs, dataflow kernels,
 layer chains, process networks, replicated services, offload, DiT models): id, name, kind and the family that reads each
-entry, straight from the shipped YAML (no family is imported; ``parplan catalog show ID`` is for GPU catalogs)."""
+entry, straight from the shipped YAML (no family is imported); ``show_entry`` prints one of them for ``catalog show``."""
 from __future__ import annotations
 
 # section → (catalog folder parts, the family that reads its entries, the --hw it is for)
@@ -44,3 +44,19 @@ def list_section(section: str) -> str:
         rows.append([ident, _describe(data, ident), str(data.get("kind", ""))])
     return render([Col("id", "left"), Col("name", "left", wrap=True), Col("kind", "left", keep=3)], rows,
                   title=f"{section} ({len(rows)}; read by {family})", footer=lambda dropped: None)
+
+
+def show_entry(ident: str) -> "str | None":
+    """The file of the family-hardware entry ``ident`` (as ``list_section`` names it), or None when no section has
+    it: ``catalog show`` refused every id these sections list."""
+    from parplan.catalogs import catalog_dir
+    from parplan.reading import load_yaml_file
+
+    for section, (parts, family) in SECTIONS.items():
+        folder = catalog_dir(*parts)
+        for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+            data = load_yaml_file(path)
+            if isinstance(data, dict) and str(data.get("id") or data.get("name") or path.stem) == ident:
+                return f"# {'/'.join(parts)}/{path.name} (catalog list {section}; read by {family})\n" + \
+                    path.read_text(encoding="utf-8")
+    return None

@@ -155,3 +155,11 @@ def test_numbers_are_ascii_digits(root, args):
     # int() read "1_6" as 16, the Arabic-Indic three as 3 and full-width 16 as 16
     r = invoke(*[str(root / a) if a.startswith("examples/") else a for a in args])
     assert r.exit_code == 2, r.output
+
+
+@pytest.mark.parametrize("ident, folder", [("c6678", "hardware/dsps"), ("epyc-7763", "hardware/cpus"),
+                                           ("odroid-xu4", "platforms"), ("pipeedge-vit-base", "layerchains")])
+def test_catalog_show_prints_the_family_entries_catalog_list_names(ident, folder):
+    # "unknown catalog id 'c6678'; see `parplan catalog list`", which lists it
+    r = invoke("catalog", "show", ident)
+    assert r.exit_code == 0 and r.stdout.startswith(f"# {folder}/{ident}.yaml"), r.output
