@@ -145,9 +145,11 @@ def evaluate_block(c, serving, blk, only_fitting: bool = False) -> tuple[dict, "
     n_dev = blk.n_devices.astype(np.float64)
     mem = sm.pool_memory(c, None, serving, _Pools(arrays=blk.pool(MAIN_ROLE[mode])), cap)
     extra_ok = np.ones(n, dtype=bool)
+    w_floor = mem[0]  # the largest pool's weights per device (the advice's memory floor)
     if mode == "af-disaggregated":
         emem = sm.pool_memory(c, None, serving, _Pools(arrays=blk.pool("expert")), cap)
         extra_ok = emem[0] + emem[3] <= cap
+        w_floor = np.maximum(mem[0], emem[0])
     elif mode == "disaggregated":
         extra_ok = sm.pool_memory(c, None, serving, _Pools(arrays=blk.pool("prefill")), cap)[4] >= I99
     w, kvb, act, res, K, _ = mem
@@ -177,7 +179,7 @@ def evaluate_block(c, serving, blk, only_fitting: bool = False) -> tuple[dict, "
     lo, hi = serving_file().interval.low, serving_file().interval.high
     out = {"n_devices": n_dev, "kv_capacity_tokens": K, "weights_bytes": w, "kv_cache_bytes": kvb,
            "activations_bytes": act, "reserved_bytes": res, "memory_capacity_bytes": np.full(n, cap), "fits": fits,
-           "interval_low": np.full(n, lo), "interval_high": np.full(n, hi), "_extra_ok": extra_ok,
+           "interval_low": np.full(n, lo), "interval_high": np.full(n, hi), "_extra_ok": extra_ok, "_w_floor": w_floor,
            "_evaluated": np.zeros(n, dtype=bool)}
     out["_evaluated"][rows] = True
     for k, v in solved.items():

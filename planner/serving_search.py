@@ -155,7 +155,7 @@ def _why(serving, ds, res):
     fits = res["fits"]
     lines: list[str] = []
     if not fits.any():
-        w = res["weights_bytes"]
+        w = res["_w_floor"]  # (an af deployment's expert pool, not its small attention share: "4.2 GiB of 80 GiB")
         i = int(np.nanargmin(w))
         cap = float(res["memory_capacity_bytes"][i])
         lines.append(f"no deployment fits in device memory: the smallest weight share is {w[i] / GiB:.1f} GiB of "

@@ -133,3 +133,13 @@ def test_a_deployment_knob_given_twice_exits_2():
 
     with pytest.raises(SpecError, match="given twice"):  # the last one silently won
         parse_deployment("tp=8,batch=64;spd_drop=0.5;spd_drop=0", 8)
+
+
+def test_the_memory_floor_advice_counts_the_expert_pool(root):
+    # "the smallest weight share is 4.2 GiB of 80 GiB": the attention pool's share of an af pair whose expert pool
+    # needs ~541 GiB per device
+    r = runner.invoke(app, ["suggest", "deepseek-v3", "--hw", "h100-sxm-80gb:2x8", "--serve",
+                            str(root / "examples/serve-chat.yaml"), "--top", "1", "--quiet"])
+    line = next(x for x in r.output.splitlines() if "smallest weight share" in x)
+    share = float(line.split("smallest weight share is ")[1].split(" GiB")[0])
+    assert share > 40.0, line
