@@ -123,14 +123,6 @@ def check_finite_options(kwargs: dict) -> None:
             if source is not None and source.name in ("DEFAULT", "DEFAULT_MAP"):
                 continue
             raise SpecError(f"bad value {short(value)}: must be a finite number", key=_option_name(ctx, name))
-    for name in ("seq_len", "global_batch"):  # overrides of the workload file: judged as options, not at its lines
-        value = kwargs.get(name)
-        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
-            raise SpecError(f"bad value {value}: must be ≥ 1", key=_option_name(ctx, name))
-    value = kwargs.get("expert_imbalance")
-    if isinstance(value, float) and not 1.0 <= value <= 64.0:  # the busiest expert's load over the mean
-        raise SpecError(f"bad value {short(value)}: must be a number from 1 to 64",
-                        key=_option_name(ctx, "expert_imbalance"))
 
 
 def handle_errors(fn: Callable) -> Callable:

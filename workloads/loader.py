@@ -116,15 +116,16 @@ def _job(base: TrainingEntry | None, user: TrainingEntry | None, file: str | Non
             for k in src.model_fields_set | ({"precision", "optimizer", "attention"} if src is base else set()):
                 fields[k] = getattr(src, k)
     for k, v in overrides.items():
-        if v is not None:
+        if v is not None:  # an override is the option the user typed, not the file's key or line (which was valid)
+            opt = _option(k)
             if k in _RANGES:
-                v = _in_range(k, v, file)
+                v = _in_range(k, v)
             elif k in _CHOICES and v not in _CHOICES[k]:
-                raise SpecError(f"bad value {short(v)}", key=f"training.{k}", file=file, allowed=list(_CHOICES[k]))
+                raise SpecError(f"bad value {short(v)}", key=opt, allowed=list(_CHOICES[k]))
             elif isinstance(v, int) and not isinstance(v, bool) and v <= 0:
-                raise SpecError(f"must be > 0, got {short(v)}", key=f"training.{k}", file=file)
+                raise SpecError(f"must be > 0, got {short(v)}", key=opt)
             elif k in _MAXIMA and isinstance(v, int) and v > _MAXIMA[k]:
-                raise SpecError(f"bad value {short(v)}: must be ≤ {_MAXIMA[k]:,}", key=f"training.{k}", file=file)
+                raise SpecError(f"bad value {short(v)}: must be ≤ {_MAXIMA[k]:,}", key=opt)
             fields[k] = v
     for k in ("seq_len", "global_batch"):
         if fields.get(k) is None:
@@ -149,12 +150,18 @@ _CHOICES = {"ep_a2a_overlap": ("none", "1f1b", "dualpipe")}
 _MAXIMA = {"seq_len": MAX_SEQ_LEN, "global_batch": MAX_GLOBAL_BATCH}
 
 
-def _in_range(k: str, v: Any, file: str | None):
+def _option(k: str) -> str:
+    """The option that overrides training key ``k`` (``--seq-len``)."""
+    return "--" + k.replace("_", "-")
+
+
+def _in_range(k: str, v: Any):
+    """An override of training key ``k`` within its range, reported as the option that set it."""
     kind, lo, hi = _RANGES[k]
     ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (kind is float or float(v).is_integer())
     if not ok or not (lo <= v <= hi):
         raise SpecError(f"bad value {short(v)}: must be {'a number' if kind is float else 'a whole number'} from {lo:g} "
-                        f"to {hi:g}", key=f"training.{k}", file=file)
+                        f"to {hi:g}", key=_option(k))
     return kind(v)
 
 
@@ -175,7 +182,7 @@ def workload_from_dict(data: Any, file: str | None = None, base_dir: Path | None
     try:
         return _workload_from_dict(data, file, base_dir, **overrides)
     except SpecError as err:
-        if err.file in (None, file):
+        if err.file in (None, file) and not str(err.key or "").startswith("--"):  # (an option has no line here)
             raise locate(err, data, file) from None
         raise
 
@@ -236,7 +243,7 @@ def load_workload(ref: "str | Path | dict | Workload", **overrides: Any) -> Work
             from parplan.models.framework import check_framework_id
 
             check_framework_id(changes["framework"], key="training.framework")
-        changes = {k: (_in_range(k, v, None) if k in _RANGES else v) for k, v in changes.items()}
+        changes = {k: (_in_range(k, v) if k in _RANGES else v) for k, v in changes.items()}
         out = ref.with_training(**changes) if changes else ref
         check_family_keys(out.model, out.training, None)
         return out
