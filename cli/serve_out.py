@@ -37,9 +37,9 @@ def plan_record(e, rank: int, peak: float, active: float, price: float | None = 
            "mfu": 2.0 * active * e.output_tokens_per_s / (peak * e.n_devices) if peak else 0.0,
            "memory_peak_bytes": int(round(sum(e.memory_bytes.values()))), "equivalent_plans": int(equivalent)}
     rec.update({k: d.get(k) for k in ROW_KEYS})
-    if not e.fits:  # a deployment that does not fit has no latencies or throughput (a placeholder 8e30 s was printed)
-        rec.update({k: None for k in ROW_KEYS if k.startswith(("ttft", "tpot", "output_tokens", "requests_per",
-                                                                 "goodput"))}, step_time_s=None, tokens_per_s=None)
+    if not e.fits:  # it serves nothing: no throughput (its latencies are the model's inf, null in JSON)
+        rec.update({k: None for k in ROW_KEYS if k.startswith(("output_tokens", "requests_per", "goodput"))},
+                   tokens_per_s=None)
     rec["usd_per_million_tokens"] = (e.n_devices * price / 3600.0 / e.output_tokens_per_s * 1e6
                                      if price and e.output_tokens_per_s > 0 else None)
     rec.update({"slo_failures": list(e.slo_failures), "reasons": list(e.reasons),
@@ -164,7 +164,7 @@ def serve_estimate(model, hw, serve, deployment, *, fmt: Format, output) -> None
     tpot = f"{human_s(e.tpot_p50_s)} / {human_s(e.tpot_p99_s)}"
     tput = (f"{e.output_tokens_per_s:,.0f} output tokens/s ({e.output_tokens_per_s_per_device:,.0f} per device), "
             f"{e.requests_per_s:,.2f} requests/s; goodput {e.goodput_tokens_per_s:,.0f}")
-    if not e.fits:  # nothing to serve with: no latency or throughput (a placeholder 8e30 s was printed)
+    if not e.fits:  # it cannot hold its weights and cache: no latency or throughput to show
         ttft = tpot = tput = "n/a: the deployment does not fit (below)"
     elif not math.isfinite(e.ttft_p50_s):  # the queue grows without bound: the offered rate is not served
         ttft = "unbounded: the offered load exceeds what the deployment serves (its queue grows)"

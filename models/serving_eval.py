@@ -159,9 +159,11 @@ def evaluate_block(c, serving, blk, only_fitting: bool = False) -> tuple[dict, "
     sub = blk if len(rows) == n else blk.take(rows)
     st = _solve(c, serving, sub, K[rows], n_dev[rows])
     O = float(serving.osl_mean)
+    f_sub = fits[rows]
+    for k in ("ttft50", "ttft99", "tpot50"):  # no latency where the deployment cannot hold its weights and cache
+        st[k] = np.where(f_sub, st[k], np.inf)  # (a zero rate divided by its 1e-30 guard read as a TTFT of 8e30 s)
     tpot50, tpot_sd, bad_q, r_tot = st["tpot50"], st["tpot_sd"], st["overload"], st["r_tot"]
     tput = r_tot * O
-    f_sub = fits[rows]
     slo = serving.slos()
     fails = np.zeros((len(rows), 4), dtype=bool)
     checks = [("ttft_p50_s", st["ttft50"]), ("ttft_p99_s", st["ttft99"]), ("tpot_s", tpot50),

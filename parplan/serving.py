@@ -73,7 +73,7 @@ class ServingCheck:
 
     def lines(self) -> list[str]:
         out = []
-        if self.estimate is not None and not self.estimate.fits:  # no latency to judge (placeholders, not figures)
+        if self.estimate is not None and not self.estimate.fits:  # it cannot run: its SLOs are not the reason
             return [f"FAIL fits: {r}" for r in self.estimate.reasons]
         for k, req, act in self.failures:
             op = "≥" if k == "min_tokens_per_s" else "≤"
