@@ -150,7 +150,7 @@ def check_failed_nothing_fits(fmt, output, err) -> None:
         emit(to_json({"ok": False, "plan": None, "reasons": [err.message], "hint": err.hint, "requirements": []}),
              output, "check as JSON")
     else:
-        emit(f"FAIL  {err.message}" + (f" ({err.hint})" if err.hint else ""), output, "check")
+        emit(f"FAIL  {err.message}", output, "check")
     raise typer.Exit(EXIT_CHECK_FAILED)
 
 

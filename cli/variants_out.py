@@ -8,9 +8,10 @@ from __future__ import annotations
 import typer
 
 from parplan.cli.common import EXIT_CHECK_FAILED, Format, emit, human_s, table_width, to_json
-from parplan.cli.family_verbs import (check_bounds, check_tolerance, csv_text, finish_check, finish_result,
-                                      finish_simulate, finish_validate, fix_pairs, fmt_name, searched_plan, unread)
-from parplan.errors import SpecError
+from parplan.cli.family_verbs import (check_bounds, check_failed_nothing_fits, check_tolerance, csv_text,
+                                      finish_check, finish_result, finish_simulate, finish_validate, fix_pairs,
+                                      fmt_name, searched_plan, unread)
+from parplan.errors import NothingFits, SpecError
 
 FAMILY = "process-network"
 MAX_VALIDATE_TOP = 50  # validate --top: Pareto variants played on the engine (each plays its items; a few ms)
@@ -78,9 +79,7 @@ def suggest(model, hw, *, fix=None, top=10, objective=None, fmt=Format.table, ou
     try:
         vs = api(model, hw, objective=objective or "pareto", fix=fix_pairs(fix, None, sep_hint="STAGE=ALTERNATIVE"),
                  top=top)
-    except SpecError as err:
-        if err.key != "constraints":  # only "no variant meets the constraints" is an unmet requirement
-            raise
+    except NothingFits as err:  # only "no variant meets the constraints" is an unmet requirement
         _infeasible(err)
     finish_result(fmt, output, f"{len(vs.rows)} variants", "variant-suggest", vs, lambda: csv_text(vs.rows, _cell),
                   lambda: render(vs, width=table_width(output)))
@@ -100,15 +99,8 @@ def check(model, hw, *, plan=None, max_time_s=None, min_throughput=None, fix=Non
                                  lambda r: (max_time_s is None or r["latency_s"] <= max_time_s)
                                  and (min_throughput is None or r["throughput_per_s"] >= min_throughput),
                                  lambda r: r["plan"])
-        except SpecError as err:
-            if err.key != "constraints":
-                raise
-            if fmt_name(fmt) == "json":
-                emit(to_json({"ok": False, "plan": None, "reasons": [err.message], "hint": err.hint,
-                              "requirements": []}), output, "check as JSON")
-            else:
-                emit(f"FAIL  {err.message}", output, "check")
-            raise typer.Exit(EXIT_CHECK_FAILED) from None
+        except NothingFits as err:  # no variant meets the workload's constraints: unmet (exit 1), not bad input
+            check_failed_nothing_fits(fmt, output, err)
     r = api(model, hw, plan)
     res = [(k, v) for k, v in r["checks"].items()]  # pass/fail tests, printed without figures
     if max_time_s is not None:

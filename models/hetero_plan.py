@@ -70,9 +70,9 @@ def validate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> N
     try:
         _validate_hetero(workload, cluster, plan)
     except SpecError as err:
-        if err.file is not None or plan.source_file is None:
-            raise
-        raise SpecError(err.message, file=plan.source_file, key=err.key, allowed=err.allowed, hint=err.hint) from None
+        from parplan.spec import locate
+
+        raise locate(err, None, plan.source_file) from None
 
 
 def _validate_hetero(workload: Workload, cluster: Cluster, plan: HeteroPlan) -> None:

@@ -20,7 +20,8 @@ from parplan.models.training_memory import StageShape, memory
 from parplan.models.port_terms import (PortStage, coincident_shares, dp_slot_work, fwd_hidden_a2a, p2p_shares,
                                        pair_bucket_delays, port_contention, port_floor, reduction_beside_a2a,
                                        rs_beside_a2a)
-from parplan.models import longctx_terms, rtp_terms
+from parplan.models import rtp_terms
+from parplan.models.flops_terms import step_flops
 from parplan.models.optimizer_terms import optimizer_step_s, updated_params
 from parplan.models.zero1_terms import gather_exposure, reduce_exposure
 from parplan.models.zero2_terms import Zero2Stage, zero2_terms
@@ -316,18 +317,12 @@ def assemble(model, job, c: StepContext, mix: LayerMix) -> dict[str, np.ndarray]
     li_c = t_(lambda k: k.terms.interference)
     intf_c = li_c + dp_intf
     # attribute the remainder of m·t_max (kernel rounding in stage assembly) to compute_gemm so parts sum exactly
-    gemm_c = gemm_c + (m * t_max - (gemm_c + attn_c + memb_c + rc_c + tp_c + cp_c + p2p_c + fo_c + li_c + ep_c))
+    resid = m * t_max - (gemm_c + attn_c + memb_c + rc_c + tp_c + cp_c + p2p_c + fo_c + li_c + ep_c)
+    gemm_c = gemm_c + resid
     memb_c = memb_c + wcast  # once per step, outside the pipeline slots
 
     # --- FLOPs: model FLOPs (Megatron convention: non-causal attention, no recompute) and hardware FLOPs -----
-    Lc = [float(x) for x in (mix.layer_counts or [L])]
-    a_sh = longctx_terms.model_attention_share(job)  # masked documents: the share of the causal pairs admitted
-    full_attn = sum(n_i * kd.attn_flops_per_token_fwd for n_i, kd in zip(Lc, K))
-    layers_flops = sum(n_i * kd.flops_per_token_fwd for n_i, kd in zip(Lc, K)) - (1.0 - a_sh) * full_attn
-    attn_layers_flops = a_sh * full_attn
-    model_flops = 3.0 * B * s * (layers_flops + heads * 2.0 * h * V)
-    rc_flops_per_token = np.where(rc == 2, layers_flops, np.where((rc == 1) | (rc == 3), attn_layers_flops, 0.0))
-    hw_flops = model_flops + B * s * rc_flops_per_token
+    model_flops, hw_flops = step_flops(K, [float(x) for x in (mix.layer_counts or [L])], job, B, s, heads, h, V, rc)
     n_dev = dp * tp * pp * cp
     peak_nom = hw.peak_flops_per_s
 

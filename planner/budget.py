@@ -30,11 +30,12 @@ import math
 from dataclasses import dataclass
 
 from parplan.errors import SpecError
+from parplan.units import MAXIMA
 
 DEFAULT_MAX_PLANS = 5_000_000
 MAX_MBS = 1024  # --max-mbs: micro-batch sizes 1..max-mbs are enumerated
 MAX_TOP = 100_000  # --top: plans reported (suggest)
-MAX_PRICE_PER_HOUR = 1e6  # --price-per-hour, USD per device-hour (the catalogs' prices: units.MAXIMA)
+MAX_PRICE_PER_HOUR = MAXIMA["dollars_per_hour"]  # --price-per-hour: the largest price a catalog entry may have
 TABLE_ROWS = 1_000  # rows a table shows (the rest: --format csv / json)
 MAX_NODES = 1_000_000  # --max-nodes (sizing)
 MAX_DEVICES = 100_000_000  # the planner enumerates factorizations of the device count

@@ -53,6 +53,9 @@ def parse_duration(text, key: str = "--deadline") -> float:
     return out
 
 
+MAX_TOKENS = 1e18  # a token budget: 10^4 times the largest published pre-training runs (~10^14 tokens)
+
+
 def parse_tokens(text, key: str = "--token-budget") -> float:
     """Tokens from ``2e12``, ``"15T"``, ``"300B"`` (K, M, B/G, T, P = 10^3 … 10^15)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
@@ -67,9 +70,6 @@ def parse_tokens(text, key: str = "--token-budget") -> float:
         raise SpecError(f"bad value {text!r}: must be a finite number of tokens from 1 to {MAX_TOKENS:g}", key=key,
                         hint='write e.g. "15T", "300B" or 2e12')
     return out
-
-
-MAX_TOKENS = 1e18  # a token budget: 10^4 times the largest published pre-training runs (~10^14 tokens)
 
 
 def scale_cluster(cluster: Cluster, nodes: int) -> Cluster:

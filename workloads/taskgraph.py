@@ -361,10 +361,10 @@ def spec_from_dict(data: Any, file: str | None = None) -> TaskGraphSpec:
     spec = TaskGraphSpec(e.name, e.source or (file or "inline"), e.kernel, e.dag, grains, e.mpi)
     try:
         spec.summary()  # generator errors (n too large) at load time
-    except SpecError as err:
-        if err.file is None and file is not None:  # name the file the generator's values came from
-            raise SpecError(err.message, file=file, key=err.key, allowed=err.allowed, hint=err.hint) from None
-        raise
+    except SpecError as err:  # named at the file (and line) the generator's values came from
+        from parplan.spec import locate
+
+        raise locate(err, data, file) from None
     return spec
 
 

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from parplan.errors import SpecError, did_you_mean
+from parplan.errors import NothingFits, SpecError, did_you_mean
 from parplan.models.variants import CONSTRAINTS, evaluate, option_table, pareto
 
 MAX_VARIANTS = 2_000_000
@@ -125,10 +125,10 @@ def search(spec, platform, *, objective: str = "pareto", fix: "dict | None" = No
     if feas.size == 0:
         best = int(np.argmax(m["throughput_per_s"] * m["checks"]["cores"]))
         why = ", ".join(f"{c}: {n:,}" for c, n in rejected.items() if n)
-        raise SpecError(f"no variant of {n_var:,} meets the constraints (rejected first by {why})",
-                        key="constraints", hint=f"the fastest variant within the cores reaches "
-                        f"{m['throughput_per_s'][best]:.3g} items/s, {m['energy_per_item_j'][best]:.3g} J/item, "
-                        f"quality {m['quality'][best]:.3g}: relax the constraint that rejects most")
+        raise NothingFits(f"no variant of {n_var:,} meets the constraints (rejected first by {why})",
+                          key="constraints", hint=f"the fastest variant within the cores reaches "
+                          f"{m['throughput_per_s'][best]:.3g} items/s, {m['energy_per_item_j'][best]:.3g} J/item, "
+                          f"quality {m['quality'][best]:.3g}: relax the constraint that rejects most")
     front = feas[pareto(m["throughput_per_s"][feas], m["energy_per_item_j"][feas], m["quality"][feas])]
     if objective == "pareto":
         chosen = front
