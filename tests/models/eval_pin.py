@@ -7,7 +7,8 @@ memory-bound pruning that prices zero levels on their own rows).  ``test_eval_pi
 that moves any bit of any output fails it.  Beside each digest it records summary figures (count, NaNs, sum,
 a weighted sum, min, max) that the test compares within 1e-9 on any machine: the digests are exact only for the
 numpy build and CPU they were written on (one ulp of log2 or interp may differ elsewhere: numpy picks its SIMD
-loops by the CPU's instruction sets, recorded as ``simd``), the figures are not.
+loops by the CPU's instruction sets, recorded as ``simd``, and two vendors' CPUs with the same sets still differ,
+recorded as ``cpu``), the figures are not.
 Regenerate only when a change of the model's numbers is intended (``--only CASE …`` for the cases it is meant for).
 """
 from __future__ import annotations
@@ -87,28 +88,74 @@ def compute(case_id: str) -> dict:
     return out
 
 
+def cpu() -> str:
+    """The CPU's vendor (``vendor_id`` of /proc/cpuinfo where there is one): two vendors' CPUs that report the same
+    SIMD targets still round a transcendental differently in the last ulp."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("vendor_id"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+BUILD_KEYS = ("numpy", "machine", "simd", "cpu")
+
+
 def build() -> dict:
-    return {"numpy": np.__version__, "machine": platform.machine(), "simd": simd()}
+    return {"numpy": np.__version__, "machine": platform.machine(), "simd": simd(), "cpu": cpu()}
 
 
 def case_build(pin: dict, case_id: str) -> dict:
     """The build a case's digests were written with: its own where only it was rewritten (``--only``)."""
-    return pin.get("builds", {}).get(case_id) or {k: pin.get(k) for k in ("numpy", "machine", "simd")}
+    return {k: (pin.get("builds", {}).get(case_id) or pin).get(k) for k in BUILD_KEYS}
+
+
+def digests_for(pin: dict, case_id: str, here: dict):
+    """The case's digests written on the build ``here`` (the primary ones or another build's, ``--add-build``), or
+    None where none were."""
+    if case_build(pin, case_id) == here:
+        return pin["cases"][case_id]
+    for alt in pin.get("alt", []):
+        if {k: alt["build"].get(k) for k in BUILD_KEYS} == here and case_id in alt["cases"]:
+            return alt["cases"][case_id]
+    return None
+
+
+def same_figures(a: dict, b: dict) -> list:
+    """Outputs whose summary figures differ beyond 1e-9 between two digest sets of one case."""
+    return sorted(k for k in a if k not in b or not np.allclose(a[k][1], b[k][1], rtol=1e-9, atol=1e-300))
 
 
 def main(argv=None) -> None:
     """``--only CASE …`` rewrites those cases alone (a change meant for them), recording the build they were
-    computed with beside them, so the other cases keep the digests of their own build."""
+    computed with beside them, so the other cases keep the digests of their own build.  ``--add-build`` records
+    this build's digests of every case beside the primary ones, refused where any figure differs from them (another
+    CPU or numpy build rounding differently, not a change of the model)."""
     import argparse
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", choices=sorted(CASES), default=None)
+    ap.add_argument("--add-build", action="store_true")
     a = ap.parse_args(argv)
-    if a.only:
+    if a.add_build:
+        data = json.loads(OUT.read_text())
+        got = {cid: compute(cid) for cid in CASES}
+        moved = {cid: same_figures(data["cases"][cid], g) for cid, g in got.items()}
+        moved = {cid: ks for cid, ks in moved.items() if ks}
+        if moved:
+            raise SystemExit(f"figures differ from the primary digests (a model change?): {moved}")
+        here = build()
+        alts = [x for x in data.get("alt", []) if {k: x["build"].get(k) for k in BUILD_KEYS} != here]
+        data["alt"] = alts + [{"build": here, "cases": got}]
+    elif a.only:
         data = json.loads(OUT.read_text())
         for cid in a.only:
             data["cases"][cid] = compute(cid)
             data.setdefault("builds", {})[cid] = build()
+        data["alt"] = [{**x, "cases": {k: v for k, v in x["cases"].items() if k not in a.only}}
+                       for x in data.get("alt", [])]
     else:
         data = {**build(), "cases": {cid: compute(cid) for cid in CASES}}
     OUT.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
