@@ -91,13 +91,10 @@ def compute(case_id: str) -> dict:
 def cpu() -> str:
     """The CPU's vendor (``vendor_id`` of /proc/cpuinfo where there is one): two vendors' CPUs that report the same
     SIMD targets still round a transcendental differently in the last ulp."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("vendor_id"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+    info = Path("/proc/cpuinfo")
+    lines = info.read_text().splitlines() if info.is_file() else []
+    vendor = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("vendor_id")), None)
+    return vendor or platform.processor() or "unknown"
 
 
 BUILD_KEYS = ("numpy", "machine", "simd", "cpu")
@@ -107,9 +104,14 @@ def build() -> dict:
     return {"numpy": np.__version__, "machine": platform.machine(), "simd": simd(), "cpu": cpu()}
 
 
+def build_key(record: dict) -> dict:
+    """The build fields of a record (a pin file, a case's or another build's entry); absent ones are None."""
+    return {k: record.get(k) for k in BUILD_KEYS}
+
+
 def case_build(pin: dict, case_id: str) -> dict:
     """The build a case's digests were written with: its own where only it was rewritten (``--only``)."""
-    return {k: (pin.get("builds", {}).get(case_id) or pin).get(k) for k in BUILD_KEYS}
+    return build_key(pin.get("builds", {}).get(case_id) or pin)
 
 
 def digests_for(pin: dict, case_id: str, here: dict):
@@ -118,7 +120,7 @@ def digests_for(pin: dict, case_id: str, here: dict):
     if case_build(pin, case_id) == here:
         return pin["cases"][case_id]
     for alt in pin.get("alt", []):
-        if {k: alt["build"].get(k) for k in BUILD_KEYS} == here and case_id in alt["cases"]:
+        if build_key(alt["build"]) == here and case_id in alt["cases"]:
             return alt["cases"][case_id]
     return None
 
@@ -147,7 +149,7 @@ def main(argv=None) -> None:
         if moved:
             raise SystemExit(f"figures differ from the primary digests (a model change?): {moved}")
         here = build()
-        alts = [x for x in data.get("alt", []) if {k: x["build"].get(k) for k in BUILD_KEYS} != here]
+        alts = [x for x in data.get("alt", []) if build_key(x["build"]) != here]
         data["alt"] = alts + [{"build": here, "cases": got}]
     elif a.only:
         data = json.loads(OUT.read_text())
