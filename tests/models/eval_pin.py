@@ -125,7 +125,7 @@ def digests_for(pin: dict, case_id: str, here: dict):
     return None
 
 
-def same_figures(a: dict, b: dict) -> list:
+def moved_figures(a: dict, b: dict) -> list:
     """Outputs whose summary figures differ beyond 1e-9 between two digest sets of one case."""
     return sorted(k for k in a if k not in b or not np.allclose(a[k][1], b[k][1], rtol=1e-9, atol=1e-300))
 
@@ -144,7 +144,7 @@ def main(argv=None) -> None:
     if a.add_build:
         data = json.loads(OUT.read_text())
         got = {cid: compute(cid) for cid in CASES}
-        moved = {cid: same_figures(data["cases"][cid], g) for cid, g in got.items()}
+        moved = {cid: moved_figures(data["cases"][cid], g) for cid, g in got.items()}
         moved = {cid: ks for cid, ks in moved.items() if ks}
         if moved:
             raise SystemExit(f"figures differ from the primary digests (a model change?): {moved}")

@@ -85,17 +85,16 @@ def main(argv: list[str] | None = None) -> None:
         for entry in data:
             if case_id(entry["case"]) in args.only:
                 entry["outputs"] = compute(tuple(entry["case"]), entry["plans"])
-        OUT.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
-        print(f"rewrote the outputs of {', '.join(args.only)} in {OUT.name}")
-        return
-    data = []
-    for i, case in enumerate(CASES):
-        wid, cid, fw, prec, s, B = case
-        w = load_workload(wid, framework=fw, precision=prec, seq_len=s, global_batch=B)
-        plans = sample_plans(w, load_cluster(cid), PER_CASE, seed=i) + EXTRA.get(i, [])
-        data.append({"case": list(case), "plans": plans, "outputs": compute(case, plans)})
+    else:
+        data = []
+        for i, case in enumerate(CASES):
+            wid, cid, fw, prec, s, B = case
+            w = load_workload(wid, framework=fw, precision=prec, seq_len=s, global_batch=B)
+            plans = sample_plans(w, load_cluster(cid), PER_CASE, seed=i) + EXTRA.get(i, [])
+            data.append({"case": list(case), "plans": plans, "outputs": compute(case, plans)})
     OUT.write_text(json.dumps(data, indent=0, sort_keys=True) + "\n")
-    print(f"wrote {OUT.name}: {sum(len(d['plans']) for d in data)} plans")
+    print(f"wrote {OUT.name}: {', '.join(args.only) if args.only else 'every case'}, "
+          f"{sum(len(d['plans']) for d in data)} plans")
 
 
 if __name__ == "__main__":

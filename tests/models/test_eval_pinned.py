@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from eval_pin import CASES, OUT, build, compute, digests_for, same_figures  # noqa: E402
+from eval_pin import CASES, OUT, build, compute, digests_for, moved_figures  # noqa: E402
 
 PIN = json.loads(OUT.read_text())
 DATA = PIN["cases"]
@@ -26,7 +26,7 @@ def test_evaluate_space_bit_identical(case_id):
     got = compute(case_id)
     missing = sorted(set(want) - set(got))
     assert not missing, f"outputs no longer produced: {missing}"
-    off = same_figures(want, got)
+    off = moved_figures(want, got)
     assert not off, f"outputs whose figures moved: {off}"
     exact = digests_for(PIN, case_id, HERE)  # the digests written on this build, where some were
     if exact is not None:
